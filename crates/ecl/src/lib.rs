@@ -1,0 +1,1 @@
+//! The SNOMED CT Expression Constraint Language: grammar, AST and printer.

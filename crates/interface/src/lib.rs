@@ -1,0 +1,1 @@
+//! The interface engine: store-before-ACK durability, duplicate detection, routing and delivery.

@@ -1,0 +1,1 @@
+//! MLLP framing and transport over tokio, with TLS.

@@ -1,0 +1,90 @@
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// Codes from the FHIR `issue-type` value set used in our OperationOutcomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IssueType {
+    /// Content invalid against the specification or a profile.
+    Invalid,
+    /// The reference provided was not found.
+    NotFound,
+    /// The operation is not supported.
+    NotSupported,
+    /// Too costly: the request would exceed a limit.
+    TooCostly,
+    /// An unexpected internal error.
+    Exception,
+}
+
+impl IssueType {
+    fn code(self) -> &'static str {
+        match self {
+            IssueType::Invalid => "invalid",
+            IssueType::NotFound => "not-found",
+            IssueType::NotSupported => "not-supported",
+            IssueType::TooCostly => "too-costly",
+            IssueType::Exception => "exception",
+        }
+    }
+}
+
+/// Every way a request can fail. Converted to an OperationOutcome in [`IntoResponse`], the one place that decides
+/// status codes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// The client sent something malformed (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The thing asked for does not exist (404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The request is valid but this server does not do it (501 is for servers; we say 400 with not-supported).
+    #[error("{0}")]
+    NotSupported(String),
+    /// The answer would exceed a configured limit (422).
+    #[error("{0}")]
+    TooCostly(String),
+    /// Our fault (500); logged with its detail.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// HTTP status and FHIR issue type for this error.
+    pub fn classify(&self) -> (StatusCode, IssueType) {
+        match self {
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, IssueType::Invalid),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, IssueType::NotFound),
+            ApiError::NotSupported(_) => (StatusCode::BAD_REQUEST, IssueType::NotSupported),
+            ApiError::TooCostly(_) => (StatusCode::UNPROCESSABLE_ENTITY, IssueType::TooCostly),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, IssueType::Exception),
+        }
+    }
+
+    /// The FHIR OperationOutcome that describes this error.
+    pub fn operation_outcome(&self) -> serde_json::Value {
+        let (_, issue) = self.classify();
+        json!({
+            "resourceType": "OperationOutcome",
+            "issue": [{
+                "severity": "error",
+                "code": issue.code(),
+                "diagnostics": self.to_string(),
+            }]
+        })
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, _) = self.classify();
+        if status.is_server_error() {
+            tracing::error!(error = %self, "request failed");
+        }
+        let body = self.operation_outcome().to_string();
+        (status, [("content-type", "application/fhir+json")], body).into_response()
+    }
+}

@@ -1,0 +1,64 @@
+//! The HTTP face of Thoth.
+//!
+//! One [`router`] serves every API: health and metrics, the FHIR endpoint (`/fhir/...`), and the native APIs that
+//! the other pillars add. The router is a plain function of [`AppState`] so that tests drive it with
+//! `tower::ServiceExt::oneshot`, without a socket; [`serve`] binds it to an address and stops gracefully.
+//!
+//! Every failure a handler can have is an [`ApiError`]; it becomes a FHIR `OperationOutcome` in exactly one place,
+//! with a 4xx status for a client's mistake and a logged 5xx for ours.
+//!
+//! ```
+//! # async fn demo() {
+//! let state = server::AppState::new(server::ServerInfo::default());
+//! let app = server::router(state);
+//! # let _ = app;
+//! # }
+//! ```
+
+mod error;
+mod fhir_meta;
+mod metrics;
+mod state;
+
+pub use error::{ApiError, IssueType};
+pub use metrics::Metrics;
+pub use state::{AppState, ServerInfo};
+
+use axum::{Router, middleware, routing::get};
+use std::future::Future;
+use std::net::SocketAddr;
+
+/// Builds the whole HTTP application for `state`.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics::render))
+        .nest("/fhir", fhir_meta::routes())
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
+        .with_state(state)
+}
+
+/// Serves [`router`] on `addr` until `shutdown` completes, then finishes the requests in flight.
+pub async fn serve(
+    addr: SocketAddr,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(%addr, "HTTP listening");
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::NotFound(format!("no route for {}", uri.path()))
+}

@@ -1,0 +1,46 @@
+use crate::metrics::Metrics;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What the server says about itself (software name and version, where its data lives).
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    /// Software version reported in `/fhir/metadata`.
+    pub version: String,
+    /// The data directory the server was started on, if any.
+    pub data_dir: Option<std::path::PathBuf>,
+}
+
+impl Default for ServerInfo {
+    fn default() -> Self {
+        ServerInfo {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            data_dir: None,
+        }
+    }
+}
+
+/// Shared, cheaply cloned state of every handler.
+///
+/// Each pillar adds its facade here as an `Option<Arc<_>>` (absent when its content is not loaded), so that a
+/// route can answer "not available" instead of the server failing to start.
+#[derive(Clone)]
+pub struct AppState {
+    /// Static facts about this server.
+    pub info: Arc<ServerInfo>,
+    /// Request counters and latency histograms exported at `/metrics`.
+    pub metrics: Arc<Metrics>,
+    /// When the server started.
+    pub started: Instant,
+}
+
+impl AppState {
+    /// A state with nothing loaded but the server's own facts.
+    pub fn new(info: ServerInfo) -> Self {
+        AppState {
+            info: Arc::new(info),
+            metrics: Arc::new(Metrics::default()),
+            started: Instant::now(),
+        }
+    }
+}

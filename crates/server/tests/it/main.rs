@@ -1,0 +1,84 @@
+//! Integration tests of the HTTP router, driven without a socket.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+
+async fn get(app: axum::Router, uri: &str) -> (StatusCode, String, String) {
+    let response = app
+        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        content_type,
+        String::from_utf8(body.to_vec()).unwrap(),
+    )
+}
+
+fn app() -> (axum::Router, server::AppState) {
+    let state = server::AppState::new(server::ServerInfo::default());
+    (server::router(state.clone()), state)
+}
+
+#[tokio::test]
+async fn healthz_answers_ok() {
+    let (app, _) = app();
+    let (status, _, body) = get(app, "/healthz").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, "ok\n");
+}
+
+#[tokio::test]
+async fn metadata_is_an_r4_capability_statement() {
+    let (app, _) = app();
+    let (status, content_type, body) = get(app, "/fhir/metadata").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(content_type, "application/fhir+json");
+    let cs: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(cs["resourceType"], "CapabilityStatement");
+    assert_eq!(cs["fhirVersion"], "4.0.1");
+    assert_eq!(cs["kind"], "instance");
+}
+
+#[tokio::test]
+async fn unknown_route_is_a_404_operation_outcome() {
+    let (app, _) = app();
+    let (status, content_type, body) = get(app, "/no/such/thing").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(content_type, "application/fhir+json");
+    let oo: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(oo["resourceType"], "OperationOutcome");
+    assert_eq!(oo["issue"][0]["code"], "not-found");
+    assert!(
+        oo["issue"][0]["diagnostics"]
+            .as_str()
+            .unwrap()
+            .contains("/no/such/thing")
+    );
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_template() {
+    let (app, _) = app();
+    for _ in 0..3 {
+        get(app.clone(), "/healthz").await;
+    }
+    let (status, content_type, body) = get(app, "/metrics").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(content_type.starts_with("text/plain"));
+    assert!(
+        body.contains(r#"thoth_http_requests_total{method="GET",route="/healthz",status="200"} 3"#),
+        "{body}"
+    );
+    assert!(body.contains("thoth_http_request_duration_seconds_bucket"));
+    assert!(body.contains("# TYPE thoth_uptime_seconds gauge"));
+}

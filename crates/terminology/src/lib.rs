@@ -1,0 +1,1 @@
+//! Code systems, value sets and concept maps: lookup, validate, subsume, expand, translate.

@@ -1,0 +1,3 @@
+//! One module per subcommand family.
+
+pub mod serve;

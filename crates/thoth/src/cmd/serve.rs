@@ -1,0 +1,54 @@
+//! `thoth serve`: the HTTP server (and the MLLP listener once configured).
+
+use crate::data_dir::GlobalArgs;
+use std::net::SocketAddr;
+
+/// Options of `thoth serve`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Address of the HTTP API.
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    http: SocketAddr,
+}
+
+pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
+    let data_dir = global.data_dir()?;
+    tracing::info!(data = %data_dir.display(), "starting Thoth {}", env!("CARGO_PKG_VERSION"));
+    let info = server::ServerInfo {
+        data_dir: Some(data_dir),
+        ..Default::default()
+    };
+    let state = server::AppState::new(info);
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async move {
+        server::serve(args.http, state, shutdown_signal()).await?;
+        tracing::info!("stopped");
+        anyhow::Ok(())
+    })
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM, whichever comes first.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down");
+}
