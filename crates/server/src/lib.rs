@@ -17,8 +17,11 @@
 
 mod error;
 mod fhir_meta;
+mod messages_api;
 mod metrics;
+mod snomed_api;
 mod state;
+mod terminology_api;
 
 pub use error::{ApiError, IssueType};
 pub use metrics::Metrics;
@@ -33,7 +36,12 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics::render))
-        .nest("/fhir", fhir_meta::routes())
+        .nest(
+            "/fhir",
+            fhir_meta::routes().merge(terminology_api::routes()),
+        )
+        .nest("/v1/snomed", snomed_api::routes())
+        .nest("/messages", messages_api::routes())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

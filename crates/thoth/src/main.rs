@@ -19,6 +19,22 @@ struct Cli {
 enum Command {
     /// Start the server (HTTP and, once configured, MLLP).
     Serve(cmd::serve::Args),
+    /// Import content into the data directory (SNOMED CT, FHIR packages, LOINC, ICD-10-CM).
+    #[command(subcommand)]
+    Import(cmd::import::Command),
+    /// Work with HL7 v2 message files: JSON view, paths, re-encoding, ACKs, checks.
+    Hl7(cmd::hl7::Args),
+    /// Send HL7 v2 messages over MLLP and measure a listener.
+    Mllp(cmd::mllp::Args),
+    /// Inspect and replay the messages stored by the interface engine.
+    Messages(cmd::messages::Args),
+    /// Convert FHIR R4 resources between JSON, XML and the binary encoding.
+    Fhir(cmd::fhir::Args),
+    /// Query an imported SNOMED CT store.
+    Snomed(cmd::snomed::Args),
+    /// Developer tools: synthetic data generators.
+    #[command(subcommand)]
+    Dev(cmd::dev::Command),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -26,6 +42,13 @@ fn main() -> anyhow::Result<()> {
     init_logging();
     match cli.command {
         Command::Serve(args) => cmd::serve::run(&cli.global, args),
+        Command::Import(command) => cmd::import::run(&cli.global, command),
+        Command::Hl7(args) => cmd::hl7::run(&cli.global, args),
+        Command::Mllp(args) => cmd::mllp::run(&cli.global, args),
+        Command::Messages(args) => cmd::messages::run(&cli.global, args),
+        Command::Fhir(args) => cmd::fhir::run(&cli.global, args),
+        Command::Snomed(args) => cmd::snomed::run(&cli.global, args),
+        Command::Dev(command) => cmd::dev::run(&cli.global, command),
     }
 }
 

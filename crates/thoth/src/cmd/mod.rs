@@ -1,3 +1,11 @@
-//! One module per subcommand family.
+//! One module per subcommand family. Each exposes `Args` (or `Command`) and `run(&GlobalArgs, ...)`.
 
+pub mod dev;
+pub mod fhir;
+pub mod hl7;
+pub mod import;
+pub mod messages;
+pub mod mllp;
 pub mod serve;
+pub mod snomed;
+pub mod terminology;
