@@ -1,0 +1,226 @@
+//! The listener: accepts connections (plain or TLS) and runs each on its own task.
+
+use crate::codec::Event;
+use crate::config::ListenerConfig;
+use crate::conn::{Connection, with_timeout};
+use crate::error::{MllpError, TimeoutPhase};
+use crate::stream::Stream;
+use bytes::Bytes;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// The payload of an MLLP release 2 commit acknowledgement (ACK).
+pub const COMMIT_ACK: &[u8] = &[0x06];
+/// The payload of an MLLP release 2 negative commit acknowledgement (NAK).
+pub const COMMIT_NAK: &[u8] = &[0x15];
+
+/// Who sent a frame.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// The remote address.
+    pub addr: SocketAddr,
+    /// Whether the connection is TLS.
+    pub tls: bool,
+}
+
+/// What arrived on a connection, for the [`Handler`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Inbound {
+    /// A complete frame's payload.
+    Message(Bytes),
+    /// A frame over the size limit, already discarded; `head` holds its first bytes so that the handler can read
+    /// the message header and answer with a rejecting acknowledgement.
+    Oversized {
+        /// The first bytes of the payload.
+        head: Bytes,
+        /// The full payload length.
+        len: usize,
+    },
+}
+
+/// The handler's answer to one inbound frame.
+#[derive(Debug, Clone, Default)]
+pub struct Reply {
+    /// A payload to send back in its own frame (an HL7 ACK), if any.
+    pub payload: Option<Bytes>,
+    /// Whether the message was safely committed; sent as the MLLP release 2 commit acknowledgement when those are
+    /// enabled.
+    pub committed: bool,
+}
+
+/// Application logic behind a [`Listener`]: called once per inbound frame, in order per connection.
+pub trait Handler: Send + Sync + 'static {
+    /// Handles one frame and says what to answer.
+    fn handle(&self, inbound: Inbound, peer: &Peer) -> impl Future<Output = Reply> + Send;
+}
+
+/// A bound MLLP listener.
+pub struct Listener {
+    tcp: TcpListener,
+    cfg: Arc<ListenerConfig>,
+}
+
+impl Listener {
+    /// Binds `addr`.
+    pub async fn bind(addr: SocketAddr, cfg: ListenerConfig) -> Result<Listener, MllpError> {
+        let tcp = TcpListener::bind(addr)
+            .await
+            .map_err(|source| MllpError::Io {
+                op: "binding",
+                peer: addr.to_string(),
+                source,
+            })?;
+        Ok(Listener {
+            tcp,
+            cfg: Arc::new(cfg),
+        })
+    }
+
+    /// The bound address (useful after binding port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.tcp
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// Accepts connections until `shutdown` completes, then lets each connection finish the message in hand (up to
+    /// the configured grace period) and returns.
+    pub async fn serve<H: Handler>(self, handler: Arc<H>, shutdown: impl Future<Output = ()>) {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let acceptor = self.cfg.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+        let mut tasks = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = self.tcp.accept() => match accepted {
+                    Ok((tcp, addr)) => {
+                        let cfg = self.cfg.clone();
+                        let handler = handler.clone();
+                        let acceptor = acceptor.clone();
+                        let stop = stop_rx.clone();
+                        tasks.spawn(async move {
+                            if let Err(e) = run_connection(tcp, addr, acceptor, cfg, handler, stop).await {
+                                tracing::warn!(peer = %addr, "MLLP connection ended: {e}");
+                            }
+                        });
+                    }
+                    Err(e) => {
+                        // Usually out of file descriptors: back off instead of spinning.
+                        tracing::error!("MLLP accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                },
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            }
+        }
+        let _ = stop_tx.send(true);
+        let drain = async { while tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(self.cfg.shutdown_grace, drain)
+            .await
+            .is_err()
+        {
+            tracing::warn!("MLLP connections still busy after the grace period; closing them");
+            tasks.abort_all();
+        }
+    }
+}
+
+async fn run_connection<H: Handler>(
+    tcp: TcpStream,
+    addr: SocketAddr,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    cfg: Arc<ListenerConfig>,
+    handler: Arc<H>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), MllpError> {
+    // Replies are small and latency matters more than packet count.
+    let _ = tcp.set_nodelay(true);
+    let peer_text = addr.to_string();
+    let stream = match &acceptor {
+        Some(acceptor) => {
+            let handshake = acceptor.accept(tcp);
+            let limit = cfg.frame.in_frame_timeout.or(Some(Duration::from_secs(30)));
+            let tls = with_timeout(limit, TimeoutPhase::Connect, &peer_text, handshake)
+                .await?
+                .map_err(|source| MllpError::Io {
+                    op: "TLS handshake with",
+                    peer: peer_text.clone(),
+                    source,
+                })?;
+            Stream::ServerTls(Box::new(tls))
+        }
+        None => Stream::Plain(tcp),
+    };
+    let peer = Peer {
+        addr,
+        tls: acceptor.is_some(),
+    };
+    tracing::debug!(%addr, tls = peer.tls, "MLLP connection accepted");
+    let mut conn = Connection::new(stream, cfg.frame.clone(), peer_text);
+    loop {
+        if *stop.borrow() && !conn.in_frame() && !conn.has_buffered() {
+            break;
+        }
+        let idle = !conn.in_frame() && !conn.has_buffered();
+        let event = tokio::select! {
+            biased;
+            event = conn.next_event() => event?,
+            _ = stop.changed(), if idle => break,
+        };
+        let inbound = match event {
+            None => break,
+            Some(Event::Frame(payload)) => Inbound::Message(payload),
+            Some(Event::Oversized { head, len }) => {
+                tracing::warn!(%addr, len, max = cfg.frame.max_frame, "oversized MLLP frame discarded");
+                Inbound::Oversized { head, len }
+            }
+            Some(Event::Junk { len, whitespace }) => {
+                if whitespace {
+                    tracing::trace!(%addr, len, "whitespace between MLLP frames skipped");
+                    continue;
+                }
+                if cfg.frame.junk == crate::JunkPolicy::Reject {
+                    return Err(MllpError::JunkRejected {
+                        peer: conn.peer.clone(),
+                        len,
+                    });
+                }
+                tracing::warn!(%addr, len, "bytes outside an MLLP frame skipped");
+                continue;
+            }
+            Some(Event::Restarted { dropped }) => {
+                tracing::warn!(%addr, dropped, "MLLP start block inside a frame: unfinished frame dropped");
+                continue;
+            }
+        };
+        let reply = handler.handle(inbound, &peer).await;
+        match (cfg.commit_acks, &reply.payload) {
+            (true, Some(payload)) => {
+                let commit = if reply.committed {
+                    COMMIT_ACK
+                } else {
+                    COMMIT_NAK
+                };
+                conn.write_frames(&[commit, payload]).await?
+            }
+            (true, None) => {
+                let commit = if reply.committed {
+                    COMMIT_ACK
+                } else {
+                    COMMIT_NAK
+                };
+                conn.write_frame(commit).await?
+            }
+            (false, Some(payload)) => conn.write_frame(payload).await?,
+            (false, None) => {}
+        }
+    }
+    conn.shutdown().await;
+    Ok(())
+}
