@@ -1,0 +1,1 @@
+* {{ C effectiveTime = "20201340" }}

@@ -1,0 +1,1 @@
+* {{ D colour = red }}

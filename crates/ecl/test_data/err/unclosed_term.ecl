@@ -1,0 +1,1 @@
+< 1234567 |Clinical finding

@@ -1,0 +1,1 @@
+<< LOINC#54486-6 |Some term| OR "ICD-10#J45 .9/x" OR ICD-10#J45.9 OR (SCHEME2#a_b. . 1234567)

@@ -1,0 +1,1 @@
+* {{ d TERM = "heart\"s", language = (en sv), type = (syn fsn def), dialect = en-gb (accept prefer), moduleId = (900000000000207008 900000000000012004), effectiveTime >= "20200131", active = false, id = (670169018 670169019) }}

@@ -1,0 +1,1 @@
+DESCENDANTORSELFOF 73211009 |Diabetes mellitus| and childOrSelfOf 404684003 and ancestorOf 1234567 and ancestorOrSelfOf 1234567 and parentOf 1234567 and parentOrSelfOf 1234567 and top 1234567 and bottom 1234567 AND ANY

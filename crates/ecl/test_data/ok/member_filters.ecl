@@ -1,0 +1,1 @@
+^ [*] 447562003 {{ M mapTarget = wild:"J*", mapGroup >= #2, mapAdvice = ("a" "b"), active = true, effectiveTime < "20200101", targetComponentId = << 1234567, mapFlag = true, valid <= ("20200101" "20210101") }} {{ M moduleId = 900000000000207008 }}

@@ -1,0 +1,5 @@
+//! Integration tests for the `ecl` crate: the official examples, golden files and robustness properties.
+
+mod examples;
+mod golden;
+mod robustness;
