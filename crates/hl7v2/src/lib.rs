@@ -1,1 +1,74 @@
-//! HL7 v2 messages: a zero-copy model over borrowed bytes, parser with diagnostics, encoder, escapes, paths, ACKs, batches.
+//! HL7 v2 messages: a zero-copy model over borrowed bytes, a parser with diagnostics, escapes, character sets,
+//! Terser-style paths, acknowledgements. No I/O.
+//!
+//! # Reading
+//!
+//! [`Message::parse`] never fails: it indexes segment and field offsets over the input and reports what was
+//! wrong as [`Diagnostic`]s (byte offset, segment, field). [`Message::parse_strict`] turns the first
+//! error-severity diagnostic into a [`ParseError`]. Values are split into repetitions, components and
+//! subcomponents and decoded (escape sequences, MSH-18 character set) only when read, as `Cow<str>` that borrows
+//! whenever nothing had to be decoded.
+//!
+//! ```
+//! use hl7v2::{AckCode, Message};
+//!
+//! let bytes = b"MSH|^~\\&|HIS|Hospital|RIS|Radiology|20240315143000||ADT^A01^ADT_A01|MSG00001|P|2.5\r\
+//!               PID|1||MRN12345^^^Hospital^MR~X9^^^Other||DOE^JOHN^ALLEN||19800315|M|||1 A \\T\\ B ST\r";
+//! let msg = Message::parse(bytes);
+//! assert!(msg.diagnostics().is_empty());
+//! assert_eq!(msg.get("PID-5-1").as_deref(), Some("DOE"));
+//! assert_eq!(msg.get("PID-3(2)-4").as_deref(), Some("Other"));
+//! assert_eq!(msg.get("MSH-9-2").as_deref(), Some("A01"));
+//! assert_eq!(msg.get("PID-11").as_deref(), Some("1 A & B ST")); // escapes decoded on read
+//! assert_eq!(msg.raw("PID-5"), Some(&b"DOE^JOHN^ALLEN"[..])); // raw bytes at the depth the path names
+//!
+//! // Structured access, 1-based like the standard.
+//! let pid = msg.find_segment(b"PID", 1).unwrap();
+//! let names: Vec<_> = pid.field(3).unwrap().parts().map(|rep| rep.component(1).unwrap().text()).collect();
+//! assert_eq!(names, ["MRN12345", "X9"]);
+//!
+//! // An unchanged message encodes to its input, byte for byte.
+//! assert_eq!(msg.encode(), &bytes[..]);
+//!
+//! // Acknowledge it: sender and receiver swapped, MSA-2 = MSH-10.
+//! let ack = msg.ack(AckCode::AA).timestamp("20240315143001").control_id("ACK1").build();
+//! assert_eq!(
+//!     ack,
+//!     b"MSH|^~\\&|RIS|Radiology|HIS|Hospital|20240315143001||ACK^A01^ACK|ACK1|P|2.5\rMSA|AA|MSG00001\r"
+//! );
+//! ```
+//!
+//! # Acknowledging what failed to parse
+//!
+//! The ACK builder reads whatever MSH fields the lenient parse found, so a broken message still gets an answer
+//! that names its control ID, with one ERR (HL7 table 0357 code and location) per error:
+//!
+//! ```
+//! use hl7v2::{AckCode, Message};
+//!
+//! let msg = Message::parse(b"MSH|^~\\&|A|B|C|D|20240101||ORU^R01|C42|P|2.5.1\rpid|1\r");
+//! assert!(msg.has_errors());
+//! let ack = msg.ack(AckCode::AR).errors_from_diagnostics().timestamp("20240101").control_id("X").build();
+//! let ack = Message::parse(&ack);
+//! assert_eq!(ack.get("MSA-2").as_deref(), Some("C42"));
+//! assert_eq!(ack.get("ERR-3-1").as_deref(), Some("100"));
+//! assert_eq!(ack.get("ERR-2-1").as_deref(), Some("pid"));
+//! ```
+
+mod ack;
+mod charset;
+mod delimiters;
+mod diagnostic;
+mod escape;
+mod message;
+mod parse;
+mod path;
+
+pub use ack::{AckBuilder, AckCode, AckError, AckMode, ErrorCode, ErrorLocation, ErrorSeverity};
+pub use charset::Charset;
+pub use delimiters::Delimiters;
+pub use diagnostic::{Diagnostic, DiagnosticKind, Location, ParseError, Severity};
+pub use escape::{decode as decode_escapes, encode as encode_escapes};
+pub use message::{Level, Message, Parts, Segment, Value};
+pub use parse::ParseOptions;
+pub use path::{AsPath, Path, PathError};

@@ -1,0 +1,458 @@
+//! The read-only message: an index of offsets over borrowed bytes, and views that split and decode on demand.
+
+use std::borrow::Cow;
+
+use crate::diagnostic::{Diagnostic, ParseError, Severity};
+use crate::parse::{ParseOptions, parse};
+use crate::path::{AsPath, Path};
+use crate::{Charset, Delimiters, escape};
+
+/// A parsed HL7 v2 message borrowing its bytes.
+///
+/// Parsing records where segments and fields start and end (two flat arrays of `u32` offsets); repetitions,
+/// components and subcomponents are found by scanning a field when it is read, and text is decoded (escape
+/// sequences, character set) only when asked for.
+#[derive(Clone, Debug)]
+pub struct Message<'a> {
+    pub(crate) buf: &'a [u8],
+    pub(crate) delims: Delimiters,
+    pub(crate) charset: Charset,
+    pub(crate) segs: Vec<Seg>,
+    /// Per segment, `count` spans from `first`: the identifier, then field 1, 2, ...
+    pub(crate) spans: Vec<Span>,
+    pub(crate) diags: Vec<Diagnostic>,
+}
+
+/// A byte range `start..end` of the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+}
+
+impl Span {
+    /// The parser only builds spans for inputs below 4 GiB (it reports `TooLarge` otherwise).
+    pub(crate) fn new(start: usize, end: usize) -> Span {
+        Span {
+            start: start as u32,
+            end: end as u32,
+        }
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.end.saturating_sub(self.start) as usize
+    }
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub(crate) fn slice<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        buf.get(self.start as usize..self.end as usize)
+            .unwrap_or(&[])
+    }
+}
+
+/// One segment's place in the input.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Seg {
+    pub(crate) start: u32,
+    /// End of the content (where the terminator starts).
+    pub(crate) end: u32,
+    /// End of the terminator (CR, LF, CRLF, blank lines).
+    pub(crate) term_end: u32,
+    pub(crate) first: u32,
+    pub(crate) count: u32,
+}
+
+impl<'a> Message<'a> {
+    /// Parses leniently: always returns a message, with [`diagnostics`](Message::diagnostics) for what was wrong.
+    pub fn parse(bytes: &'a [u8]) -> Message<'a> {
+        parse(bytes, &ParseOptions::default())
+    }
+
+    /// Parses leniently with options (e.g. the default character set).
+    pub fn parse_with(bytes: &'a [u8], options: &ParseOptions) -> Message<'a> {
+        parse(bytes, options)
+    }
+
+    /// Parses strictly: the first error-severity diagnostic becomes the error. Warnings stay available on the
+    /// message.
+    pub fn parse_strict(bytes: &'a [u8]) -> Result<Message<'a>, ParseError> {
+        let msg = parse(bytes, &ParseOptions::default());
+        let mut errors = msg.diags.iter().filter(|d| d.severity() == Severity::Error);
+        match errors.next() {
+            None => Ok(msg),
+            Some(first) => Err(ParseError::Malformed {
+                diagnostic: *first,
+                count: 1 + errors.count(),
+            }),
+        }
+    }
+
+    /// What the parser noticed, ordered by byte offset.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diags
+    }
+
+    /// True when a diagnostic has error severity.
+    pub fn has_errors(&self) -> bool {
+        self.diags.iter().any(|d| d.severity() == Severity::Error)
+    }
+
+    /// The delimiters from MSH-1/MSH-2 (defaults when the message has no usable header).
+    pub fn delimiters(&self) -> &Delimiters {
+        &self.delims
+    }
+
+    /// The character set from MSH-18, or the parse's default.
+    pub fn charset(&self) -> Charset {
+        self.charset
+    }
+
+    /// The bytes this message was parsed from.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.buf
+    }
+
+    /// Encodes the message. It is unchanged, so this is exactly its input, byte for byte (to edit, use
+    /// [`MessageBuf`](crate::MessageBuf)).
+    pub fn encode(&self) -> &'a [u8] {
+        self.buf
+    }
+
+    /// Number of segments.
+    pub fn segment_count(&self) -> usize {
+        self.segs.len()
+    }
+
+    /// The segment at a 0-based index.
+    pub fn segment(&self, index: usize) -> Option<Segment<'_, 'a>> {
+        (index < self.segs.len()).then_some(Segment { msg: self, index })
+    }
+
+    /// All segments in order.
+    pub fn segments(&self) -> impl ExactSizeIterator<Item = Segment<'_, 'a>> + '_ {
+        (0..self.segs.len()).map(move |index| Segment { msg: self, index })
+    }
+
+    /// The `occurrence`-th (1-based) segment with identifier `id`.
+    pub fn find_segment(&self, id: &[u8], occurrence: usize) -> Option<Segment<'_, 'a>> {
+        let mut seen = 0;
+        for index in 0..self.segs.len() {
+            let seg = &self.segs[index];
+            if self.spans[seg.first as usize].slice(self.buf) == id {
+                seen += 1;
+                if seen == occurrence {
+                    return Some(Segment { msg: self, index });
+                }
+            }
+        }
+        None
+    }
+
+    /// The decoded text at a path, Terser style: a path without a component reads component 1, without a
+    /// subcomponent reads subcomponent 1, so the result is always one primitive value. `None` when the path is
+    /// invalid or the value is absent; an empty string when the value is present but empty.
+    ///
+    /// ```
+    /// let msg = hl7v2::Message::parse(b"MSH|^~\\&|A|B|C|D|20240101||ADT^A01|1|P|2.5\rPID|1||7^^^H~8^^^X||DOE^JOHN");
+    /// assert_eq!(msg.get("PID-5-2").as_deref(), Some("JOHN"));
+    /// assert_eq!(msg.get("PID-5").as_deref(), Some("DOE"));
+    /// assert_eq!(msg.get("PID-3(2)-4").as_deref(), Some("X"));
+    /// assert_eq!(msg.get("MSH-9-2").as_deref(), Some("A01"));
+    /// ```
+    pub fn get(&self, path: impl AsPath) -> Option<Cow<'a, str>> {
+        let path = path.as_path()?;
+        let leaf = self.value(&path)?;
+        let leaf = leaf.component(path.component.unwrap_or(1))?;
+        let leaf = leaf.subcomponent(path.subcomponent.unwrap_or(1))?;
+        Some(leaf.text())
+    }
+
+    /// The raw (still escaped) bytes at exactly the depth the path names: `PID-5` is the whole first repetition
+    /// of PID-5 (`DOE^JOHN`), `PID-5-1` its first component.
+    pub fn raw(&self, path: impl AsPath) -> Option<&'a [u8]> {
+        let path = path.as_path()?;
+        let mut v = self.value(&path)?;
+        if let Some(c) = path.component {
+            v = v.component(c)?;
+            if let Some(s) = path.subcomponent {
+                v = v.subcomponent(s)?;
+            }
+        }
+        Some(v.raw())
+    }
+
+    /// The repetition a path names (segment occurrence, field, repetition).
+    fn value(&self, path: &Path) -> Option<Value<'a>> {
+        let seg = self.find_segment(&path.segment, path.occurrence)?;
+        seg.field(path.field)?.repetition(path.repetition)
+    }
+
+    /// The span of a field: `seg` is the 0-based segment index, `field` the HL7 field number.
+    pub(crate) fn field_span(&self, seg: usize, field: usize) -> Option<Span> {
+        let s = self.segs.get(seg)?;
+        if field >= s.count as usize {
+            return None;
+        }
+        self.spans.get(s.first as usize + field).copied()
+    }
+
+    /// The (1-based segment index, field number) containing a byte offset; (0, 0) before the first segment.
+    pub(crate) fn locate(&self, offset: usize) -> (usize, usize) {
+        let offset = offset as u32;
+        let i = self.segs.partition_point(|s| s.start <= offset);
+        if i == 0 {
+            return (0, 0);
+        }
+        let s = &self.segs[i - 1];
+        let spans = &self.spans[s.first as usize..(s.first + s.count) as usize];
+        let f = spans.partition_point(|sp| sp.start <= offset);
+        (i, f.saturating_sub(1))
+    }
+}
+
+/// One segment of a [`Message`].
+#[derive(Clone, Copy, Debug)]
+pub struct Segment<'m, 'a> {
+    msg: &'m Message<'a>,
+    index: usize,
+}
+
+impl<'m, 'a> Segment<'m, 'a> {
+    fn seg(&self) -> &'m Seg {
+        &self.msg.segs[self.index]
+    }
+
+    /// The identifier, e.g. `PID` (as written; not necessarily valid).
+    pub fn id(&self) -> &'a str {
+        let raw = self.msg.spans[self.seg().first as usize].slice(self.msg.buf);
+        std::str::from_utf8(raw).unwrap_or("")
+    }
+
+    /// The identifier's bytes.
+    pub fn id_bytes(&self) -> &'a [u8] {
+        self.msg.spans[self.seg().first as usize].slice(self.msg.buf)
+    }
+
+    /// 0-based index in the message.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Byte offset of the segment's start in the input.
+    pub fn offset(&self) -> usize {
+        self.seg().start as usize
+    }
+
+    /// The segment's bytes without its terminator.
+    pub fn raw(&self) -> &'a [u8] {
+        let s = self.seg();
+        Span {
+            start: s.start,
+            end: s.end,
+        }
+        .slice(self.msg.buf)
+    }
+
+    /// The terminator as written (CR, LF, CRLF, possibly with blank lines; empty for a last unterminated
+    /// segment).
+    pub fn terminator(&self) -> &'a [u8] {
+        let s = self.seg();
+        Span {
+            start: s.end,
+            end: s.term_end,
+        }
+        .slice(self.msg.buf)
+    }
+
+    /// The highest field number present (fields beyond it are absent).
+    pub fn field_count(&self) -> usize {
+        (self.seg().count as usize).saturating_sub(1)
+    }
+
+    /// True for `MSH`, `FHS` and `BHS`, whose fields 1 and 2 are the delimiters.
+    pub fn is_header(&self) -> bool {
+        matches!(self.id_bytes(), b"MSH" | b"FHS" | b"BHS")
+    }
+
+    /// Field `n` (1-based HL7 number: in MSH, field 1 is the field separator and field 2 the encoding
+    /// characters).
+    pub fn field(&self, n: usize) -> Option<Value<'a>> {
+        if n == 0 {
+            return None;
+        }
+        let span = self.msg.field_span(self.index, n)?;
+        Some(Value {
+            raw: span.slice(self.msg.buf),
+            offset: span.start,
+            delims: self.msg.delims,
+            charset: self.msg.charset,
+            level: if n <= 2 && self.is_header() {
+                Level::Verbatim
+            } else {
+                Level::Field
+            },
+        })
+    }
+
+    /// Fields 1..=field_count in order.
+    pub fn fields(&self) -> impl Iterator<Item = Value<'a>> + '_ {
+        (1..=self.field_count()).filter_map(move |n| self.field(n))
+    }
+}
+
+/// What a [`Value`] is a part of a field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// A whole field (all repetitions).
+    Field,
+    /// One repetition of a field.
+    Repetition,
+    /// One component of a repetition.
+    Component,
+    /// One subcomponent of a component.
+    Subcomponent,
+    /// MSH-1 or MSH-2 (and FHS/BHS 1 and 2): the delimiters themselves, never split or unescaped.
+    Verbatim,
+}
+
+/// A field, repetition, component or subcomponent: raw bytes plus what is needed to split and decode them.
+#[derive(Clone, Copy, Debug)]
+pub struct Value<'a> {
+    raw: &'a [u8],
+    offset: u32,
+    delims: Delimiters,
+    charset: Charset,
+    level: Level,
+}
+
+impl<'a> Value<'a> {
+    /// The raw bytes, escape sequences and inner delimiters included.
+    pub fn raw(&self) -> &'a [u8] {
+        self.raw
+    }
+
+    /// Byte offset of the value in the parsed input.
+    pub fn offset(&self) -> usize {
+        self.offset as usize
+    }
+
+    /// Which part of a field this is.
+    pub fn level(&self) -> Level {
+        self.level
+    }
+
+    /// True when the value has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.raw.is_empty()
+    }
+
+    /// True for HL7's explicit null, `""` (the receiver should delete the value).
+    pub fn is_null(&self) -> bool {
+        self.raw == b"\"\""
+    }
+
+    /// The decoded text (escape sequences and character set). A field, repetition or component that still
+    /// contains inner delimiters is decoded as a whole, delimiters included.
+    pub fn text(&self) -> Cow<'a, str> {
+        if self.level == Level::Verbatim {
+            return String::from_utf8_lossy(self.raw);
+        }
+        escape::decode(self.raw, &self.delims, self.charset)
+    }
+
+    fn child_sep(&self) -> Option<u8> {
+        match self.level {
+            Level::Field => Some(self.delims.repetition),
+            Level::Repetition => Some(self.delims.component),
+            Level::Component => self.delims.subcomponent,
+            Level::Subcomponent | Level::Verbatim => None,
+        }
+    }
+
+    fn child_level(&self) -> Level {
+        match self.level {
+            Level::Field => Level::Repetition,
+            Level::Repetition => Level::Component,
+            Level::Component | Level::Subcomponent => Level::Subcomponent,
+            Level::Verbatim => Level::Verbatim,
+        }
+    }
+
+    /// The parts one level down: repetitions of a field, components of a repetition, subcomponents of a
+    /// component. A subcomponent (or MSH-1/MSH-2) has itself as its only part.
+    pub fn parts(&self) -> Parts<'a> {
+        Parts {
+            rest: Some(self.raw),
+            offset: self.offset,
+            sep: self.child_sep(),
+            template: Value {
+                level: self.child_level(),
+                ..*self
+            },
+        }
+    }
+
+    /// The `n`-th (1-based) part one level down; `None` past the last.
+    pub fn part(&self, n: usize) -> Option<Value<'a>> {
+        if n == 0 {
+            return None;
+        }
+        self.parts().nth(n - 1)
+    }
+
+    /// Repetition `n` (1-based) of a field; a repetition or deeper value is its own first repetition.
+    pub fn repetition(&self, n: usize) -> Option<Value<'a>> {
+        match self.level {
+            Level::Field => self.part(n),
+            _ => (n == 1).then_some(*self),
+        }
+    }
+
+    /// Component `n` (1-based): of the first repetition when this is a field; a component or deeper value is its
+    /// own first component.
+    pub fn component(&self, n: usize) -> Option<Value<'a>> {
+        match self.level {
+            Level::Field => self.repetition(1)?.component(n),
+            Level::Repetition => self.part(n),
+            _ => (n == 1).then_some(*self),
+        }
+    }
+
+    /// Subcomponent `n` (1-based) of the first component (of the first repetition); a subcomponent is its own
+    /// first subcomponent.
+    pub fn subcomponent(&self, n: usize) -> Option<Value<'a>> {
+        match self.level {
+            Level::Field | Level::Repetition => self.component(1)?.subcomponent(n),
+            Level::Component => self.part(n),
+            Level::Subcomponent | Level::Verbatim => (n == 1).then_some(*self),
+        }
+    }
+}
+
+/// Iterator over the parts of a [`Value`] (see [`Value::parts`]).
+#[derive(Clone, Debug)]
+pub struct Parts<'a> {
+    rest: Option<&'a [u8]>,
+    offset: u32,
+    sep: Option<u8>,
+    template: Value<'a>,
+}
+
+impl<'a> Iterator for Parts<'a> {
+    type Item = Value<'a>;
+    fn next(&mut self) -> Option<Value<'a>> {
+        let rest = self.rest?;
+        let (raw, next) = match self.sep.and_then(|s| memchr::memchr(s, rest)) {
+            Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+            None => (rest, None),
+        };
+        let v = Value {
+            raw,
+            offset: self.offset,
+            ..self.template
+        };
+        self.offset += raw.len() as u32 + 1;
+        self.rest = next;
+        Some(v)
+    }
+}

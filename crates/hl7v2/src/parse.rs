@@ -1,0 +1,315 @@
+//! The lenient parser: one pass over the bytes that records segment and field offsets and diagnostics.
+//!
+//! Invariants the rest of the crate relies on: every span lies inside the input (`start <= end <= len`), spans of
+//! one segment's fields are in order and do not overlap, and the segment's first span is its identifier.
+
+use memchr::memchr3_iter;
+
+use crate::charset::Charset;
+use crate::delimiters::{DelimiterProblem, Delimiters};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Location};
+use crate::message::{Message, Seg, Span};
+
+/// Options of a parse.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ParseOptions {
+    /// The character set assumed when MSH-18 is empty or unknown (UTF-8 unless set).
+    pub default_charset: Charset,
+}
+
+impl ParseOptions {
+    /// Options with the given default character set.
+    pub fn with_default_charset(mut self, charset: Charset) -> Self {
+        self.default_charset = charset;
+        self
+    }
+}
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+pub(crate) fn parse<'a>(buf: &'a [u8], opts: &ParseOptions) -> Message<'a> {
+    let mut msg = Message {
+        buf,
+        delims: Delimiters::default(),
+        charset: opts.default_charset,
+        segs: Vec::new(),
+        spans: Vec::new(),
+        diags: Vec::new(),
+    };
+    if u32::try_from(buf.len()).is_err() {
+        msg.diags
+            .push(diag(DiagnosticKind::TooLarge, 0, 0, [0; 3], 0));
+        return msg;
+    }
+    // Leading byte-order mark and blank lines are not part of the first segment (they stay in the buffer, so
+    // encoding an unchanged message still reproduces them).
+    let mut start = if buf.starts_with(UTF8_BOM) {
+        UTF8_BOM.len()
+    } else {
+        0
+    };
+    while start < buf.len() && matches!(buf[start], b'\r' | b'\n' | b' ' | b'\t') {
+        start += 1;
+    }
+    if start >= buf.len() {
+        msg.diags
+            .push(diag(DiagnosticKind::Empty, start, 0, [0; 3], 0));
+        return msg;
+    }
+    let header = &buf[start..];
+    let is_header = header.len() >= 4 && matches!(&header[..3], b"MSH" | b"FHS" | b"BHS");
+    let mut msh2_end = 0;
+    if is_header {
+        let (d, end, problem) = Delimiters::read(header);
+        msg.delims = d;
+        msh2_end = start + end;
+        let id = [header[0], header[1], header[2]];
+        if let Some(p) = problem {
+            let kind = match p {
+                DelimiterProblem::Missing => DiagnosticKind::MissingEncodingCharacters,
+                DelimiterProblem::Unusable => DiagnosticKind::UnusableDelimiter,
+                DelimiterProblem::Duplicate => DiagnosticKind::DuplicateDelimiter,
+            };
+            msg.diags.push(diag(kind, start + 3, 1, id, 2));
+        }
+    } else {
+        msg.diags
+            .push(diag(DiagnosticKind::MissingHeader, start, 1, [0; 3], 0));
+    }
+    index(&mut msg, start, msh2_end, is_header);
+    if is_header {
+        check_header(&mut msg, opts);
+    }
+    check_controls(&mut msg);
+    msg.diags.sort_by_key(|d| d.location.offset);
+    msg
+}
+
+fn diag(
+    kind: DiagnosticKind,
+    offset: usize,
+    segment: usize,
+    segment_id: [u8; 3],
+    field: usize,
+) -> Diagnostic {
+    Diagnostic {
+        kind,
+        location: Location {
+            offset,
+            segment,
+            segment_id,
+            field,
+        },
+    }
+}
+
+/// Splits segments and fields in one scan for the field separator, CR and LF.
+fn index(msg: &mut Message<'_>, start: usize, msh2_end: usize, is_header: bool) {
+    let buf = msg.buf;
+    let fs = msg.delims.field;
+    // A typical field is 5..10 bytes long; reserving avoids regrowth for most messages.
+    msg.spans.reserve(buf.len() / 6 + 8);
+    msg.segs.reserve(buf.len() / 64 + 2);
+
+    let mut seg_start = start;
+    let mut field_start = start;
+    let mut first_span = 0usize;
+    // The header's MSH-1 and MSH-2 are not split by the scan: they hold the delimiters themselves.
+    let mut skip_until = 0usize;
+    if is_header {
+        msg.spans.push(Span::new(start, start + 3));
+        msg.spans.push(Span::new(start + 3, start + 4));
+        msg.spans
+            .push(Span::new(start + 4, msh2_end.max(start + 4)));
+        // MSH-3 starts after the separator that ends MSH-2; if MSH-2 is ended by a line break instead, the
+        // segment has no MSH-3 (field_start > end leaves it out) and the line break must still be seen.
+        field_start = msh2_end + 1;
+        skip_until = if buf.get(msh2_end) == Some(&fs) {
+            msh2_end + 1
+        } else {
+            msh2_end
+        };
+    }
+    let mut in_name = !is_header;
+    let mut it = memchr3_iter(fs, b'\r', b'\n', buf);
+    let mut pos_iter_start = start;
+    loop {
+        let Some(p) = it.next() else {
+            finish_segment(
+                msg,
+                seg_start,
+                buf.len(),
+                buf.len(),
+                field_start,
+                in_name,
+                first_span,
+            );
+            return;
+        };
+        if p < pos_iter_start || p < skip_until {
+            continue;
+        }
+        let b = buf[p];
+        if b == fs && b != b'\r' && b != b'\n' {
+            if in_name {
+                msg.spans.push(Span::new(seg_start, p));
+                in_name = false;
+            } else {
+                msg.spans.push(Span::new(field_start, p));
+            }
+            field_start = p + 1;
+            continue;
+        }
+        // A line break: find the whole run of CR/LF.
+        let mut q = p;
+        while q < buf.len() && matches!(buf[q], b'\r' | b'\n') {
+            q += 1;
+        }
+        if buf[q..].iter().all(u8::is_ascii_whitespace) {
+            // Trailing blanks after the last segment belong to its terminator.
+            q = buf.len();
+        }
+        if q < buf.len() && !starts_segment(&buf[q..], fs) {
+            let seg_no = msg.segs.len() + 1;
+            let id = seg_id(buf, seg_start);
+            let field = msg.spans.len() - first_span;
+            msg.diags.push(diag(
+                DiagnosticKind::LineBreakInContent,
+                p,
+                seg_no,
+                id,
+                field,
+            ));
+            pos_iter_start = q;
+            continue;
+        }
+        finish_segment(msg, seg_start, p, q, field_start, in_name, first_span);
+        if q >= buf.len() {
+            return;
+        }
+        seg_start = q;
+        field_start = q;
+        first_span = msg.spans.len();
+        in_name = true;
+        pos_iter_start = q;
+    }
+}
+
+fn finish_segment(
+    msg: &mut Message<'_>,
+    seg_start: usize,
+    end: usize,
+    term_end: usize,
+    field_start: usize,
+    in_name: bool,
+    first_span: usize,
+) {
+    if in_name {
+        msg.spans.push(Span::new(seg_start, end));
+    } else if field_start <= end {
+        msg.spans.push(Span::new(field_start, end));
+    }
+    let seg = Seg {
+        start: seg_start as u32,
+        end: end as u32,
+        term_end: term_end as u32,
+        first: first_span as u32,
+        count: (msg.spans.len() - first_span) as u32,
+    };
+    let id = seg_id(msg.buf, seg_start);
+    let name_len = msg.spans[first_span].len();
+    if name_len != 3 || !valid_id(&id) {
+        let n = msg.segs.len() + 1;
+        msg.diags
+            .push(diag(DiagnosticKind::InvalidSegmentId, seg_start, n, id, 0));
+    }
+    msg.segs.push(seg);
+}
+
+fn seg_id(buf: &[u8], start: usize) -> [u8; 3] {
+    let mut id = [0u8; 3];
+    for (i, b) in buf.iter().skip(start).take(3).enumerate() {
+        id[i] = *b;
+    }
+    id
+}
+
+fn valid_id(id: &[u8; 3]) -> bool {
+    id[0].is_ascii_uppercase()
+        && id[1..]
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+}
+
+/// Whether text after a line break starts a segment: three letters or digits followed by the field separator, a
+/// line break or the end of input.
+fn starts_segment(rest: &[u8], fs: u8) -> bool {
+    if rest.len() < 3 || !rest[..3].iter().all(u8::is_ascii_alphanumeric) {
+        return false;
+    }
+    match rest.get(3) {
+        None => true,
+        Some(&b) => b == fs || b == b'\r' || b == b'\n',
+    }
+}
+
+/// Charset, control characters and the header fields acknowledgements need.
+fn check_header(msg: &mut Message<'_>, opts: &ParseOptions) {
+    let id = seg_id(msg.buf, msg.segs.first().map_or(0, |s| s.start as usize));
+    if &id == b"MSH" {
+        if let Some(span) = msg.field_span(0, 18) {
+            let raw = span.slice(msg.buf);
+            let first = raw
+                .split(|&b| b == msg.delims.repetition)
+                .next()
+                .unwrap_or(raw);
+            if !first.is_empty() {
+                match Charset::from_msh18(first) {
+                    Some(c) => msg.charset = c,
+                    None => {
+                        msg.charset = opts.default_charset;
+                        msg.diags.push(diag(
+                            DiagnosticKind::UnknownCharset,
+                            span.start as usize,
+                            1,
+                            id,
+                            18,
+                        ));
+                    }
+                }
+            }
+        }
+        for field in [9, 10, 12] {
+            let empty = msg.field_span(0, field).is_none_or(|s| s.is_empty());
+            if empty {
+                let offset = msg.segs[0].end as usize;
+                msg.diags.push(diag(
+                    DiagnosticKind::MissingHeaderField,
+                    offset,
+                    1,
+                    id,
+                    field,
+                ));
+            }
+        }
+    }
+}
+
+/// Reports the first control character (other than CR, LF, TAB): enough to flag binary or corrupted input
+/// without flooding the diagnostics.
+fn check_controls(msg: &mut Message<'_>) {
+    let buf = msg.buf;
+    if let Some(p) = buf
+        .iter()
+        .position(|&b| b < 0x20 && !matches!(b, b'\r' | b'\n' | b'\t'))
+    {
+        let (seg, field) = msg.locate(p);
+        let id = msg
+            .segs
+            .get(seg.wrapping_sub(1))
+            .map_or([0; 3], |s| seg_id(buf, s.start as usize));
+        msg.diags
+            .push(diag(DiagnosticKind::ControlCharacter, p, seg, id, field));
+    }
+}

@@ -1,0 +1,7 @@
+//! Integration tests of the hl7v2 crate, on the real corpora in ../shared and on hand-written cases.
+
+mod ack;
+mod bad_inputs;
+mod corpus;
+mod paths;
+mod support;
