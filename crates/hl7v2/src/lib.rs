@@ -54,21 +54,42 @@
 //! assert_eq!(ack.get("ERR-3-1").as_deref(), Some("100"));
 //! assert_eq!(ack.get("ERR-2-1").as_deref(), Some("pid"));
 //! ```
+//!
+//! # Editing, files, JSON
+//!
+//! - [`MessageBuf`]: set values by path (building missing repetitions, components and segments), add and remove
+//!   segments, encode; untouched fields keep their bytes, so escape sequences survive byte for byte.
+//! - [`split`] and [`messages`]: stream over a file of many messages or an FHS/BHS batch file, chunk by chunk;
+//!   the chunks concatenate to the file. [`write_batch`] writes one.
+//! - [`to_json`]: the JSON view of a message; its shape is documented on the function.
+//!
+//! # Invariants
+//!
+//! - Parsing never panics and never fails; it is linear in the input (one `memchr` scan for the field separator,
+//!   CR and LF) and allocates two arrays per message, never per field.
+//! - `Message::encode` is the input; `MessageBuf::from(&msg).encode()` is the input too.
+//! - No I/O: callers bring bytes.
 
 mod ack;
+mod batch;
 mod charset;
 mod delimiters;
 mod diagnostic;
+mod edit;
 mod escape;
+mod json;
 mod message;
 mod parse;
 mod path;
 
 pub use ack::{AckBuilder, AckCode, AckError, AckMode, ErrorCode, ErrorLocation, ErrorSeverity};
+pub use batch::{BatchHeader, Chunk, ChunkKind, Chunks, messages, split, write_batch};
 pub use charset::Charset;
 pub use delimiters::Delimiters;
 pub use diagnostic::{Diagnostic, DiagnosticKind, Location, ParseError, Severity};
+pub use edit::{EditError, MessageBuf};
 pub use escape::{decode as decode_escapes, encode as encode_escapes};
+pub use json::to_json;
 pub use message::{Level, Message, Parts, Segment, Value};
 pub use parse::ParseOptions;
 pub use path::{AsPath, Path, PathError};

@@ -326,6 +326,21 @@ pub struct Value<'a> {
 }
 
 impl<'a> Value<'a> {
+    pub(crate) fn new(
+        raw: &'a [u8],
+        delims: Delimiters,
+        charset: Charset,
+        level: Level,
+    ) -> Value<'a> {
+        Value {
+            raw,
+            offset: 0,
+            delims,
+            charset,
+            level,
+        }
+    }
+
     /// The raw bytes, escape sequences and inner delimiters included.
     pub fn raw(&self) -> &'a [u8] {
         self.raw

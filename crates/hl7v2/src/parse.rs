@@ -29,34 +29,10 @@ impl ParseOptions {
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 pub(crate) fn parse<'a>(buf: &'a [u8], opts: &ParseOptions) -> Message<'a> {
-    let mut msg = Message {
-        buf,
-        delims: Delimiters::default(),
-        charset: opts.default_charset,
-        segs: Vec::new(),
-        spans: Vec::new(),
-        diags: Vec::new(),
+    let (mut msg, start) = match prologue(buf, Delimiters::default(), opts) {
+        Ok(v) => v,
+        Err(msg) => return msg,
     };
-    if u32::try_from(buf.len()).is_err() {
-        msg.diags
-            .push(diag(DiagnosticKind::TooLarge, 0, 0, [0; 3], 0));
-        return msg;
-    }
-    // Leading byte-order mark and blank lines are not part of the first segment (they stay in the buffer, so
-    // encoding an unchanged message still reproduces them).
-    let mut start = if buf.starts_with(UTF8_BOM) {
-        UTF8_BOM.len()
-    } else {
-        0
-    };
-    while start < buf.len() && matches!(buf[start], b'\r' | b'\n' | b' ' | b'\t') {
-        start += 1;
-    }
-    if start >= buf.len() {
-        msg.diags
-            .push(diag(DiagnosticKind::Empty, start, 0, [0; 3], 0));
-        return msg;
-    }
     let header = &buf[start..];
     let is_header = header.len() >= 4 && matches!(&header[..3], b"MSH" | b"FHS" | b"BHS");
     let mut msh2_end = 0;
@@ -84,6 +60,61 @@ pub(crate) fn parse<'a>(buf: &'a [u8], opts: &ParseOptions) -> Message<'a> {
     check_controls(&mut msg);
     msg.diags.sort_by_key(|d| d.location.offset);
     msg
+}
+
+/// Parses segments that follow a header elsewhere (batch and file trailers): no MSH is expected, the given
+/// delimiters are used.
+pub(crate) fn parse_with_delimiters<'a>(
+    buf: &'a [u8],
+    delims: Delimiters,
+    opts: &ParseOptions,
+) -> Message<'a> {
+    let (mut msg, start) = match prologue(buf, delims, opts) {
+        Ok(v) => v,
+        Err(msg) => return msg,
+    };
+    index(&mut msg, start, 0, false);
+    check_controls(&mut msg);
+    msg.diags.sort_by_key(|d| d.location.offset);
+    msg
+}
+
+/// The empty message and where its first segment starts; `Err` with the finished message when there is nothing
+/// to index.
+fn prologue<'a>(
+    buf: &'a [u8],
+    delims: Delimiters,
+    opts: &ParseOptions,
+) -> Result<(Message<'a>, usize), Message<'a>> {
+    let mut msg = Message {
+        buf,
+        delims,
+        charset: opts.default_charset,
+        segs: Vec::new(),
+        spans: Vec::new(),
+        diags: Vec::new(),
+    };
+    if u32::try_from(buf.len()).is_err() {
+        msg.diags
+            .push(diag(DiagnosticKind::TooLarge, 0, 0, [0; 3], 0));
+        return Err(msg);
+    }
+    // Leading byte-order mark and blank lines are not part of the first segment (they stay in the buffer, so
+    // encoding an unchanged message still reproduces them).
+    let mut start = if buf.starts_with(UTF8_BOM) {
+        UTF8_BOM.len()
+    } else {
+        0
+    };
+    while start < buf.len() && matches!(buf[start], b'\r' | b'\n' | b' ' | b'\t') {
+        start += 1;
+    }
+    if start >= buf.len() {
+        msg.diags
+            .push(diag(DiagnosticKind::Empty, start, 0, [0; 3], 0));
+        return Err(msg);
+    }
+    Ok((msg, start))
 }
 
 fn diag(
@@ -193,6 +224,18 @@ fn index(msg: &mut Message<'_>, start: usize, msh2_end: usize, is_header: bool) 
         first_span = msg.spans.len();
         in_name = true;
         pos_iter_start = q;
+        if buf.len() > q + 3
+            && buf[q + 3] == fs
+            && matches!(&buf[q..q + 3], b"MSH" | b"FHS" | b"BHS")
+        {
+            // A later header segment (e.g. a second message in the same buffer): its field 1 is the separator
+            // itself, as in the first one, so that field numbers agree everywhere.
+            msg.spans.push(Span::new(q, q + 3));
+            msg.spans.push(Span::new(q + 3, q + 4));
+            in_name = false;
+            field_start = q + 4;
+            pos_iter_start = q + 4;
+        }
     }
 }
 

@@ -2,6 +2,9 @@
 
 mod ack;
 mod bad_inputs;
+mod batch;
 mod corpus;
+mod edit;
+mod json;
 mod paths;
 mod support;
