@@ -1,0 +1,7 @@
+//! FHIR JSON: reader and writer.
+
+mod parse;
+mod write;
+
+pub(crate) use parse::{parse, parse_int, prim_str};
+pub(crate) use write::write;

@@ -1,0 +1,528 @@
+//! The binary encoding: Protocol Buffers wire format, numbered by the generated schema (`fhir.proto`).
+//!
+//! Encoded and decoded straight from the schema tables rather than through generated prost structs: the tree
+//! is already schema-driven, so one small codec serves all ~680 message types (see docs/ARCHITECTURE.md).
+//! Encoding computes every message length in a first pass (pre-order, stored in a vector) and writes in a
+//! second, so no bytes are ever moved. Decoding is one pass over the input with a direct field-number index.
+
+use crate::error::{Error, Format, Location};
+use crate::model::{Field, Node, Prim, PrimExtra, PrimValue, UNKNOWN_ELEM, Value};
+use crate::options::ReadOptions;
+use crate::schema::{EXTENSION, Kind, PrimKind, RESOURCES, TypeId, resource_tag};
+
+const VARINT: u32 = 0;
+const LEN: u32 = 2;
+
+/// Encodes a resource as a `thoth.fhir.r4.Resource` message.
+pub(crate) fn encode(node: &Node) -> Result<Vec<u8>, Error> {
+    let mut e = Encoder {
+        sizes: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    let inner = e.size_node(node)?;
+    let tag = resource_tag(node.ty);
+    e.out
+        .reserve(key_len(tag) + varint_len(inner as u64) + inner);
+    e.key(tag, LEN);
+    e.varint(inner as u64);
+    e.write_node(node);
+    Ok(e.out)
+}
+
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+fn key_len(tag: u32) -> usize {
+    varint_len((tag as u64) << 3)
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn len_field(tag: u32, len: usize) -> usize {
+    key_len(tag) + varint_len(len as u64) + len
+}
+
+struct Encoder {
+    /// Message lengths in pre-order, filled by `size_*` and consumed in the same order by `write_*`.
+    sizes: Vec<u32>,
+    next: usize,
+    out: Vec<u8>,
+}
+
+fn prims(f: &Field) -> impl Iterator<Item = &Prim> + Clone {
+    f.values.iter().filter_map(|v| match v {
+        Value::Prim(p) => Some(p),
+        Value::Node(_) => None,
+    })
+}
+
+/// Whether a primitive field needs companions, and whether one per item (repeating with nulls/extras).
+fn companions(f: &Field, many: bool) -> bool {
+    let any_extra = prims(f).any(|p| p.extra.is_some());
+    if many {
+        any_extra || prims(f).any(|p| p.value.is_none())
+    } else {
+        any_extra
+    }
+}
+
+fn scalar_len(v: &PrimValue) -> usize {
+    match v {
+        PrimValue::Bool(_) => 1,
+        PrimValue::Int(i) => varint_len(zigzag(*i)),
+        PrimValue::Str(s) => varint_len(s.len() as u64) + s.len(),
+    }
+}
+
+impl Encoder {
+    fn reserve(&mut self) -> usize {
+        self.sizes.push(0);
+        self.sizes.len() - 1
+    }
+
+    fn size_node(&mut self, node: &Node) -> Result<usize, Error> {
+        let slot = self.reserve();
+        let mut total = 0;
+        for f in &node.fields {
+            if f.elem == UNKNOWN_ELEM {
+                return Err(Error::Unrepresentable {
+                    format: Format::Protobuf,
+                    path: node.ty.def().name.into(),
+                    message: "properties kept by the lenient JSON reader exist only in JSON".into(),
+                });
+            }
+            let ed = node.elem_def(f);
+            let ty = ed.types[f.alt as usize];
+            let tag = ed.tags[f.alt as usize];
+            match ty.def().kind {
+                Kind::Primitive(_) if ty.extensible_prim() => {
+                    for p in prims(f) {
+                        if let Some(v) = &p.value {
+                            total += key_len(tag) + scalar_len(v);
+                        }
+                    }
+                    if companions(f, ed.many) {
+                        for p in prims(f) {
+                            if ed.many || p.extra.is_some() {
+                                let n = self.size_extra(p)?;
+                                total += len_field(tag + 1, n);
+                            }
+                        }
+                    }
+                }
+                Kind::Primitive(_) => {
+                    for p in prims(f) {
+                        total += key_len(tag) + p.value.as_ref().map_or(1, scalar_len);
+                    }
+                }
+                Kind::AnyResource => {
+                    for v in &f.values {
+                        if let Value::Node(n) = v {
+                            let wrapper = self.reserve();
+                            let inner = self.size_node(n)?;
+                            let w = len_field(resource_tag(n.ty), inner);
+                            self.sizes[wrapper] = w as u32;
+                            total += len_field(tag, w);
+                        }
+                    }
+                }
+                _ => {
+                    for v in &f.values {
+                        if let Value::Node(n) = v {
+                            total += len_field(tag, self.size_node(n)?);
+                        }
+                    }
+                }
+            }
+        }
+        self.sizes[slot] = total as u32;
+        Ok(total)
+    }
+
+    fn size_extra(&mut self, p: &Prim) -> Result<usize, Error> {
+        let slot = self.reserve();
+        let mut total = 0;
+        if let Some(x) = &p.extra {
+            if let Some(id) = &x.id {
+                total += len_field(1, id.len());
+            }
+            for ext in &x.extension {
+                total += len_field(2, self.size_node(ext)?);
+            }
+        }
+        if p.value.is_none() {
+            total += 2;
+        }
+        self.sizes[slot] = total as u32;
+        Ok(total)
+    }
+
+    fn take_size(&mut self) -> usize {
+        self.next += 1;
+        self.sizes[self.next - 1] as usize
+    }
+
+    #[inline]
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.out.push(v as u8);
+    }
+
+    #[inline]
+    fn key(&mut self, tag: u32, wire: u32) {
+        self.varint(((tag << 3) | wire) as u64);
+    }
+
+    fn bytes(&mut self, tag: u32, b: &[u8]) {
+        self.key(tag, LEN);
+        self.varint(b.len() as u64);
+        self.out.extend_from_slice(b);
+    }
+
+    fn scalar(&mut self, tag: u32, v: &PrimValue) {
+        match v {
+            PrimValue::Bool(b) => {
+                self.key(tag, VARINT);
+                self.out.push(*b as u8);
+            }
+            PrimValue::Int(i) => {
+                self.key(tag, VARINT);
+                self.varint(zigzag(*i));
+            }
+            PrimValue::Str(s) => self.bytes(tag, s.as_bytes()),
+        }
+    }
+
+    fn write_node(&mut self, node: &Node) {
+        self.take_size();
+        for f in &node.fields {
+            let ed = node.elem_def(f);
+            let ty = ed.types[f.alt as usize];
+            let tag = ed.tags[f.alt as usize];
+            match ty.def().kind {
+                Kind::Primitive(_) if ty.extensible_prim() => {
+                    for p in prims(f) {
+                        if let Some(v) = &p.value {
+                            self.scalar(tag, v);
+                        }
+                    }
+                    if companions(f, ed.many) {
+                        for p in prims(f) {
+                            if ed.many || p.extra.is_some() {
+                                self.write_extra(tag + 1, p);
+                            }
+                        }
+                    }
+                }
+                Kind::Primitive(_) => {
+                    for p in prims(f) {
+                        match &p.value {
+                            Some(v) => self.scalar(tag, v),
+                            None => self.bytes(tag, b""),
+                        }
+                    }
+                }
+                Kind::AnyResource => {
+                    for v in &f.values {
+                        if let Value::Node(n) = v {
+                            let w = self.take_size();
+                            self.key(tag, LEN);
+                            self.varint(w as u64);
+                            self.key(resource_tag(n.ty), LEN);
+                            self.varint(self.sizes[self.next] as u64);
+                            self.write_node(n);
+                        }
+                    }
+                }
+                _ => {
+                    for v in &f.values {
+                        if let Value::Node(n) = v {
+                            self.key(tag, LEN);
+                            self.varint(self.sizes[self.next] as u64);
+                            self.write_node(n);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn write_extra(&mut self, tag: u32, p: &Prim) {
+        let n = self.take_size();
+        self.key(tag, LEN);
+        self.varint(n as u64);
+        if let Some(x) = &p.extra {
+            if let Some(id) = &x.id {
+                self.bytes(1, id.as_bytes());
+            }
+            for ext in &x.extension {
+                self.key(2, LEN);
+                self.varint(self.sizes[self.next] as u64);
+                self.write_node(ext);
+            }
+        }
+        if p.value.is_none() {
+            self.key(3, VARINT);
+            self.out.push(1);
+        }
+    }
+}
+
+/// Decodes a `thoth.fhir.r4.Resource` message.
+pub(crate) fn decode(input: &[u8], opts: &ReadOptions) -> Result<Node, Error> {
+    let mut d = Decoder {
+        input,
+        depth: 0,
+        opts,
+    };
+    d.resource(0, input.len())
+}
+
+struct Decoder<'a> {
+    input: &'a [u8],
+    depth: usize,
+    opts: &'a ReadOptions,
+}
+
+/// The companions of one primitive field, in order: (id/extensions, item has no value).
+type Pending = (u16, u8, Vec<(Option<Box<PrimExtra>>, bool)>);
+
+impl<'a> Decoder<'a> {
+    fn err(&self, pos: usize, message: impl Into<String>) -> Error {
+        Error::Invalid {
+            format: Format::Protobuf,
+            location: Location {
+                offset: pos,
+                line: 0,
+                column: 0,
+            },
+            path: String::new(),
+            message: message.into(),
+        }
+    }
+
+    #[inline]
+    fn varint(&self, pos: &mut usize, end: usize) -> Result<u64, Error> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            if *pos >= end {
+                return Err(self.err(*pos, "truncated varint"));
+            }
+            let b = self.input[*pos];
+            *pos += 1;
+            v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(self.err(*pos, "varint longer than 10 bytes"))
+    }
+
+    /// Reads a length prefix and returns the end of the delimited bytes.
+    fn delimited(&self, pos: &mut usize, end: usize) -> Result<usize, Error> {
+        let at = *pos;
+        let len = self.varint(pos, end)?;
+        if len > (end - *pos) as u64 {
+            return Err(self.err(at, "length runs past the end of its message"));
+        }
+        Ok(*pos + len as usize)
+    }
+
+    fn enter(&mut self, pos: usize) -> Result<(), Error> {
+        self.depth += 1;
+        if self.depth > self.opts.max_depth {
+            return Err(self.err(
+                pos,
+                format!("nesting deeper than {} levels", self.opts.max_depth),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A `Resource` wrapper message spanning `start..end`: exactly one resource field.
+    fn resource(&mut self, start: usize, end: usize) -> Result<Node, Error> {
+        let mut pos = start;
+        let key = self.varint(&mut pos, end)?;
+        let (tag, wire) = ((key >> 3) as usize, (key & 7) as u32);
+        let ty = tag
+            .checked_sub(1)
+            .and_then(|i| RESOURCES.get(i))
+            .map(|r| r.1)
+            .filter(|_| wire == LEN)
+            .ok_or_else(|| self.err(start, format!("field {tag} is not a resource type")))?;
+        let inner_end = self.delimited(&mut pos, end)?;
+        let node = self.message(ty, pos, inner_end)?;
+        if inner_end != end {
+            return Err(self.err(inner_end, "more than one resource in a Resource message"));
+        }
+        Ok(node)
+    }
+
+    fn string(&self, pos: &mut usize, end: usize) -> Result<Box<str>, Error> {
+        let at = *pos;
+        let stop = self.delimited(pos, end)?;
+        let s = std::str::from_utf8(&self.input[*pos..stop])
+            .map_err(|_| self.err(at, "string is not UTF-8"))?;
+        *pos = stop;
+        Ok(s.into())
+    }
+
+    fn message(&mut self, ty: TypeId, start: usize, end: usize) -> Result<Node, Error> {
+        self.enter(start)?;
+        let def = ty.def();
+        let mut node = Node::new(ty);
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut pos = start;
+        while pos < end {
+            let at = pos;
+            let key = self.varint(&mut pos, end)?;
+            let (tag, wire) = ((key >> 3) as u32, (key & 7) as u32);
+            let (elem, alt, companion) =
+                u32::try_from(key >> 3)
+                    .ok()
+                    .and_then(|t| def.by_tag(t))
+                    .ok_or_else(|| self.err(at, format!("unknown field {tag} in {}", def.name)))?;
+            let ed = &def.elements[elem as usize];
+            let ety = ed.types[alt as usize];
+            let kind = ety.def().kind;
+            if companion {
+                if wire != LEN {
+                    return Err(self.err(at, "wrong wire type"));
+                }
+                let stop = self.delimited(&mut pos, end)?;
+                let item = self.extra(pos, stop)?;
+                pos = stop;
+                match pending.iter_mut().find(|p| p.0 == elem) {
+                    Some(p) => p.2.push(item),
+                    None => pending.push((elem, alt, vec![item])),
+                }
+                continue;
+            }
+            let field = node.field_mut(elem, alt).map_err(|m| self.err(at, m))?;
+            if !ed.many && !field.values.is_empty() {
+                return Err(self.err(at, "repeated field that allows one value"));
+            }
+            match kind {
+                Kind::Primitive(pk) => {
+                    let mut push = |v: PrimValue| {
+                        field.values.push(Value::Prim(Prim {
+                            value: Some(v),
+                            extra: None,
+                        }))
+                    };
+                    match (pk, wire) {
+                        (PrimKind::Boolean | PrimKind::Integer, VARINT) => {
+                            let v = self.varint(&mut pos, end)?;
+                            push(scalar(pk, v));
+                        }
+                        (PrimKind::Boolean | PrimKind::Integer, LEN) => {
+                            // Packed repeated scalars, as other protobuf encoders write them.
+                            let stop = self.delimited(&mut pos, end)?;
+                            while pos < stop {
+                                let v = self.varint(&mut pos, stop)?;
+                                push(scalar(pk, v));
+                            }
+                        }
+                        (PrimKind::Boolean | PrimKind::Integer, _) => {
+                            return Err(self.err(at, "wrong wire type"));
+                        }
+                        (_, LEN) => {
+                            let s = self.string(&mut pos, end)?;
+                            push(PrimValue::Str(s));
+                        }
+                        _ => return Err(self.err(at, "wrong wire type")),
+                    }
+                }
+                _ if wire != LEN => return Err(self.err(at, "wrong wire type")),
+                Kind::AnyResource => {
+                    let stop = self.delimited(&mut pos, end)?;
+                    let r = self.resource(pos, stop)?;
+                    pos = stop;
+                    node.field_mut(elem, alt)
+                        .map_err(|m| self.err(at, m))?
+                        .values
+                        .push(Value::Node(r));
+                }
+                _ => {
+                    let stop = self.delimited(&mut pos, end)?;
+                    let n = self.message(ety, pos, stop)?;
+                    pos = stop;
+                    node.field_mut(elem, alt)
+                        .map_err(|m| self.err(at, m))?
+                        .values
+                        .push(Value::Node(n));
+                }
+            }
+        }
+        for (elem, alt, items) in pending {
+            let many = def.elements[elem as usize].many;
+            let field = node.field_mut(elem, alt).map_err(|m| self.err(end, m))?;
+            let mut values = std::mem::take(&mut field.values).into_iter();
+            let mut merged = Vec::with_capacity(items.len());
+            if !many && items.len() != 1 {
+                return Err(self.err(end, "more than one companion for a single primitive"));
+            }
+            for (extra, no_value) in items {
+                let value = if no_value || (!many && values.len() == 0) {
+                    None
+                } else {
+                    match values.next() {
+                        Some(Value::Prim(p)) => p.value,
+                        _ => return Err(self.err(end, "more companions than values")),
+                    }
+                };
+                merged.push(Value::Prim(Prim { value, extra }));
+            }
+            if values.next().is_some() {
+                return Err(self.err(end, "fewer companions than values"));
+            }
+            field.values = merged;
+        }
+        self.depth -= 1;
+        Ok(node)
+    }
+
+    /// A `PrimitiveElement` message.
+    fn extra(&mut self, start: usize, end: usize) -> Result<(Option<Box<PrimExtra>>, bool), Error> {
+        self.enter(start)?;
+        let mut x = PrimExtra::default();
+        let mut no_value = false;
+        let mut pos = start;
+        while pos < end {
+            let at = pos;
+            let key = self.varint(&mut pos, end)?;
+            match key {
+                0x0a => x.id = Some(self.string(&mut pos, end)?),
+                0x12 => {
+                    let stop = self.delimited(&mut pos, end)?;
+                    x.extension.push(self.message(EXTENSION, pos, stop)?);
+                    pos = stop;
+                }
+                0x18 => no_value = self.varint(&mut pos, end)? != 0,
+                _ => {
+                    return Err(self.err(
+                        at,
+                        format!("unknown field {} in PrimitiveElement", key >> 3),
+                    ));
+                }
+            }
+        }
+        self.depth -= 1;
+        let extra = (x.id.is_some() || !x.extension.is_empty()).then(|| Box::new(x));
+        Ok((extra, no_value))
+    }
+}
+
+fn scalar(kind: PrimKind, v: u64) -> PrimValue {
+    match kind {
+        PrimKind::Boolean => PrimValue::Bool(v != 0),
+        _ => PrimValue::Int(((v >> 1) as i64) ^ -((v & 1) as i64)),
+    }
+}

@@ -1,0 +1,381 @@
+//! FHIR XML reader over quick-xml events.
+//!
+//! Security: a `<!DOCTYPE>` is an error, so no DTD, internal entity (billion laughs) or external entity is
+//! ever read; only XML's predefined entities and character references are expanded (in attribute values).
+//! The narrative `div` is captured as the exact bytes of the input, so XHTML round-trips unchanged.
+
+use crate::error::{Error, Format, Location};
+use crate::json::parse_int;
+use crate::model::{Node, Prim, PrimExtra, PrimValue, Value};
+use crate::options::ReadOptions;
+use crate::path::PathStack;
+use crate::schema::{EXTENSION, Kind, PrimKind, Repr, TypeId, resource_type};
+use crate::xml::write::FHIR_NS;
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::reader::Reader;
+use std::borrow::Cow;
+
+/// Parses one resource from an XML document.
+pub(crate) fn parse(input: &[u8], opts: &ReadOptions) -> Result<Node, Error> {
+    let text = std::str::from_utf8(input).map_err(|e| Error::Invalid {
+        format: Format::Xml,
+        location: Location::of(input, e.valid_up_to()),
+        path: String::new(),
+        message: "input is not UTF-8".into(),
+    })?;
+    let mut reader = Reader::from_str(text);
+    reader.config_mut().trim_text(true);
+    let mut p = Parser {
+        reader,
+        input,
+        depth: 0,
+        opts,
+        path: PathStack::default(),
+    };
+    loop {
+        let ev = p.next()?;
+        match ev {
+            ev @ (Event::Start(_) | Event::Empty(_)) => {
+                let (e, is_empty) = split(ev);
+                let name = local(&e)?;
+                let ty = resource_type(name)
+                    .ok_or_else(|| p.err(format!("<{name}> is not a FHIR resource")))?;
+                let ns = e
+                    .attributes()
+                    .flatten()
+                    .find(|a| a.key.as_ref() == "xmlns")
+                    .map(|a| a.value.into_owned())
+                    .unwrap_or_default();
+                if ns != FHIR_NS {
+                    return Err(p.err(format!(
+                        "the root element must be in the namespace {FHIR_NS}"
+                    )));
+                }
+                p.path.root = Some(ty);
+                let node = p.node(ty, &e, is_empty, true)?;
+                loop {
+                    match p.next()? {
+                        Event::Eof => return Ok(node),
+                        Event::Comment(_) | Event::PI(_) => {}
+                        _ => return Err(p.err("content after the root element")),
+                    }
+                }
+            }
+            Event::Decl(_) | Event::Comment(_) | Event::PI(_) => {}
+            Event::Eof => return Err(p.err("no root element")),
+            _ => return Err(p.err("expected the root element")),
+        }
+    }
+}
+
+struct Parser<'a> {
+    reader: Reader<&'a [u8]>,
+    input: &'a [u8],
+    depth: usize,
+    opts: &'a ReadOptions,
+    path: PathStack,
+}
+
+/// A start or empty-element tag and whether it was empty.
+fn split(ev: Event<'_>) -> (BytesStart<'_>, bool) {
+    match ev {
+        Event::Start(e) => (e, false),
+        Event::Empty(e) => (e, true),
+        _ => unreachable!("split is only called on start tags"),
+    }
+}
+
+fn local<'e>(e: &'e BytesStart<'_>) -> Result<&'e str, Error> {
+    Ok(e.local_name().into_inner())
+}
+
+impl<'a> Parser<'a> {
+    fn err(&self, message: impl Into<String>) -> Error {
+        self.err_at(self.reader.buffer_position() as usize, message, None)
+    }
+
+    fn err_at(&self, pos: usize, message: impl Into<String>, prop: Option<&str>) -> Error {
+        Error::Invalid {
+            format: Format::Xml,
+            location: Location::of(self.input, pos),
+            path: self.path.render(prop),
+            message: message.into(),
+        }
+    }
+
+    fn next(&mut self) -> Result<Event<'a>, Error> {
+        match self.reader.read_event() {
+            Ok(Event::DocType(_)) => {
+                Err(self.err("DOCTYPE is not allowed (no DTDs or entities are resolved)"))
+            }
+            Ok(ev) => Ok(ev),
+            Err(e) => Err(self.err_at(
+                self.reader.error_position() as usize,
+                format!("malformed XML: {e}"),
+                None,
+            )),
+        }
+    }
+
+    /// Reads the attributes and (unless `empty`) the children of an element of type `ty`.
+    fn node(
+        &mut self,
+        ty: TypeId,
+        start: &BytesStart<'_>,
+        empty: bool,
+        resource: bool,
+    ) -> Result<Node, Error> {
+        self.depth += 1;
+        if self.depth > self.opts.max_depth {
+            return Err(self.err(format!(
+                "nesting deeper than {} levels",
+                self.opts.max_depth
+            )));
+        }
+        let def = ty.def();
+        let mut node = Node::new(ty);
+        for a in start.attributes().with_checks(true) {
+            let a = a.map_err(|e| self.err(format!("malformed attribute: {e}")))?;
+            let key = a.key.as_ref();
+            if key == "xmlns" || key.starts_with("xmlns:") {
+                continue;
+            }
+            let found = def
+                .find(key)
+                .filter(|(e, _)| def.elements[*e as usize].repr == Repr::Attr && !resource);
+            let Some((elem, alt)) = found else {
+                return Err(self.err_at(
+                    self.reader.buffer_position() as usize,
+                    "unknown attribute",
+                    Some(&format!("@{key}")),
+                ));
+            };
+            let v = self.attr_value(&a)?;
+            node.field_mut(elem, alt)
+                .map_err(|m| self.err(m))?
+                .values
+                .push(crate::json::prim_str(v.into()));
+        }
+        if !empty {
+            self.children(&mut node)?;
+        }
+        self.depth -= 1;
+        Ok(node)
+    }
+
+    fn attr_value(
+        &self,
+        a: &quick_xml::events::attributes::Attribute<'_>,
+    ) -> Result<String, Error> {
+        a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+            .map(Cow::into_owned)
+            .map_err(|e| self.err(format!("bad attribute value: {e}")))
+    }
+
+    /// Reads child elements until the parent's end tag.
+    fn children(&mut self, node: &mut Node) -> Result<(), Error> {
+        let ty = node.ty;
+        let def = ty.def();
+        loop {
+            let before = self.reader.buffer_position() as usize;
+            let ev = self.next()?;
+            let (e, empty) = match ev {
+                Event::End(_) => return Ok(()),
+                Event::Start(e) => (e, false),
+                Event::Empty(e) => (e, true),
+                Event::Comment(_) | Event::PI(_) => continue,
+                Event::Eof => return Err(self.err("unexpected end of input (unclosed element)")),
+                _ => return Err(self.err("unexpected text (FHIR XML holds values in attributes)")),
+            };
+            let name = local(&e)?.to_string();
+            let Some((elem, alt)) = def
+                .find(&name)
+                .filter(|(e, _)| def.elements[*e as usize].repr == Repr::Element)
+            else {
+                return Err(self.err_at(before, "unknown element", Some(&name)));
+            };
+            let ed = &def.elements[elem as usize];
+            let ety = ed.types[alt as usize];
+            let field = node
+                .field_mut(elem, alt)
+                .map_err(|m| self.err_at(before, m, Some(&name)))?;
+            if !ed.many && !field.values.is_empty() {
+                return Err(self.err_at(
+                    before,
+                    "repeated element that allows one value",
+                    Some(&name),
+                ));
+            }
+            let index = ed.many.then_some(field.values.len() as u32);
+            self.path.push(ty, elem, alt, index);
+            let value = match ety.def().kind {
+                Kind::Primitive(PrimKind::Xhtml) => {
+                    let start = before
+                        + self.input[before..]
+                            .iter()
+                            .position(|&c| c == b'<')
+                            .unwrap_or(0);
+                    if !empty {
+                        self.reader
+                            .read_to_end(e.name())
+                            .map_err(|err| self.err(format!("malformed XHTML: {err}")))?;
+                    }
+                    let end = self.reader.buffer_position() as usize;
+                    let raw = std::str::from_utf8(&self.input[start..end]).unwrap_or_default();
+                    crate::json::prim_str(raw.into())
+                }
+                Kind::Primitive(_) => Value::Prim(self.prim(ety, &e, empty)?),
+                Kind::AnyResource => {
+                    if empty {
+                        return Err(self.err("resource element without a resource"));
+                    }
+                    let r = loop {
+                        match self.next()? {
+                            ev @ (Event::Start(_) | Event::Empty(_)) => {
+                                let (inner, inner_empty) = split(ev);
+                                let rname = local(&inner)?.to_string();
+                                let rty = resource_type(&rname).ok_or_else(|| {
+                                    self.err(format!("<{rname}> is not a FHIR resource"))
+                                })?;
+                                let saved = std::mem::take(&mut self.path.segs);
+                                let saved_root = self.path.root.replace(rty);
+                                let r = self.node(rty, &inner, inner_empty, true);
+                                self.path.segs = saved;
+                                self.path.root = saved_root;
+                                break r?;
+                            }
+                            Event::Comment(_) | Event::PI(_) => {}
+                            _ => return Err(self.err("expected a resource element")),
+                        }
+                    };
+                    loop {
+                        match self.next()? {
+                            Event::End(_) => break,
+                            Event::Comment(_) | Event::PI(_) => {}
+                            _ => {
+                                return Err(
+                                    self.err("more than one resource in a resource element")
+                                );
+                            }
+                        }
+                    }
+                    Value::Node(r)
+                }
+                _ => Value::Node(self.node(ety, &e, empty, false)?),
+            };
+            self.path.pop();
+            node.field_mut(elem, alt)
+                .map_err(|m| self.err(m))?
+                .values
+                .push(value);
+        }
+    }
+
+    /// A primitive element: `value` and `id` attributes, `extension` children.
+    fn prim(&mut self, ty: TypeId, e: &BytesStart<'_>, empty: bool) -> Result<Prim, Error> {
+        let mut prim = Prim::default();
+        let mut extra = PrimExtra::default();
+        for a in e.attributes().with_checks(true) {
+            let a = a.map_err(|err| self.err(format!("malformed attribute: {err}")))?;
+            match a.key.as_ref() {
+                "value" => {
+                    let v = self.attr_value(&a)?;
+                    prim.value = Some(self.prim_value(ty, v)?);
+                }
+                "id" => extra.id = Some(self.attr_value(&a)?.into()),
+                k if k == "xmlns" || k.starts_with("xmlns:") => {}
+                k => {
+                    return Err(self.err(format!("unknown attribute {k} on a primitive")));
+                }
+            }
+        }
+        if !empty {
+            self.depth += 1;
+            if self.depth > self.opts.max_depth {
+                return Err(self.err(format!(
+                    "nesting deeper than {} levels",
+                    self.opts.max_depth
+                )));
+            }
+            loop {
+                match self.next()? {
+                    Event::End(_) => break,
+                    ev @ (Event::Start(_) | Event::Empty(_)) => {
+                        let (c, c_empty) = split(ev);
+                        if local(&c)? != "extension" {
+                            return Err(self.err("a primitive element may only contain extensions"));
+                        }
+                        extra
+                            .extension
+                            .push(self.node(EXTENSION, &c, c_empty, false)?);
+                    }
+                    Event::Comment(_) | Event::PI(_) => {}
+                    Event::Eof => {
+                        return Err(self.err("unexpected end of input (unclosed element)"));
+                    }
+                    _ => return Err(self.err("a primitive element may only contain extensions")),
+                }
+            }
+            self.depth -= 1;
+        }
+        if extra.id.is_some() || !extra.extension.is_empty() {
+            prim.extra = Some(Box::new(extra));
+        }
+        if prim.value.is_none() && prim.extra.is_none() {
+            return Err(self.err("primitive element without a value or extension"));
+        }
+        Ok(prim)
+    }
+
+    fn prim_value(&self, ty: TypeId, v: String) -> Result<PrimValue, Error> {
+        Ok(match ty.prim() {
+            Some(PrimKind::Boolean) => match v.as_str() {
+                "true" => PrimValue::Bool(true),
+                "false" => PrimValue::Bool(false),
+                _ => return Err(self.err(format!("invalid boolean {v:?}"))),
+            },
+            Some(PrimKind::Integer) => {
+                parse_int(&v).ok_or_else(|| self.err(format!("invalid integer {v:?}")))?
+            }
+            Some(PrimKind::Decimal) if !is_decimal(&v) => {
+                return Err(self.err(format!("invalid decimal {v:?}")));
+            }
+            _ if v.is_empty() => return Err(self.err("empty value attribute")),
+            _ => PrimValue::Str(v.into()),
+        })
+    }
+}
+
+/// A decimal must also be a valid JSON number, so the JSON writer can emit it verbatim.
+fn is_decimal(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    let digits = |i: &mut usize| {
+        let s = *i;
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i > s
+    };
+    if b.get(i) == Some(&b'0') {
+        i += 1;
+    } else if !digits(&mut i) {
+        return false;
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if !digits(&mut i) {
+            return false;
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if !digits(&mut i) {
+            return false;
+        }
+    }
+    i == b.len()
+}

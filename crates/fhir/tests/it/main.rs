@@ -1,0 +1,8 @@
+//! Integration tests of the `fhir` crate over the official R4 examples, Synthea bundles and edge cases.
+
+mod bad_input;
+mod common;
+mod edge_cases;
+mod ndjson;
+mod package;
+mod synthea;
