@@ -1,0 +1,332 @@
+//! The engine's configuration, read from TOML (`thoth serve --config FILE`).
+
+use crate::error::EngineError;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Everything the engine can be told. Every section and field is optional; the defaults are safe: ACK after
+/// durable storage, duplicates kept in the store but not forwarded, ten delivery attempts.
+///
+/// ```toml
+/// [ack]
+/// timing = "after-durable"        # or "on-receipt", "after-processing"
+///
+/// [store]
+/// durable = true                  # fsync before acknowledging (group commit)
+///
+/// [duplicates]
+/// window_secs = 86400             # same sender + MSH-10 within this window is a duplicate
+/// action = "drop"                 # stored and counted but not routed; "keep" routes it too
+///
+/// [delivery]
+/// max_attempts = 10               # then the delivery is dead-lettered
+/// initial_backoff_ms = 500
+/// max_backoff_ms = 60000
+///
+/// [mllp]
+/// max_frame_bytes = 16777216
+/// commit_acks = false             # MLLP release 2
+/// [mllp.tls]                      # optional; client_ca turns on mutual TLS
+/// cert = "server.pem"
+/// key = "server.key"
+/// client_ca = "clients-ca.pem"
+///
+/// [[route]]
+/// name = "lab"
+/// types = ["ORU"]                 # MSH-9-1; empty: any
+/// triggers = ["R01"]              # MSH-9-2; empty: any
+/// senders = ["LIS"]               # MSH-3-1 (or "APP@FACILITY"); empty: any
+/// mllp = "10.0.0.5:2575"          # exactly one of mllp, http, dir
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct EngineConfig {
+    /// When acknowledgements are sent.
+    pub ack: AckConfig,
+    /// Durability of the store.
+    pub store: StoreConfig,
+    /// Duplicate detection.
+    pub duplicates: DuplicateConfig,
+    /// Retries and dead-lettering.
+    pub delivery: DeliveryConfig,
+    /// The MLLP listener.
+    pub mllp: MllpConfig,
+    /// Where messages go.
+    #[serde(rename = "route")]
+    pub routes: Vec<RouteConfig>,
+}
+
+/// When a message is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum AckTiming {
+    /// As soon as it is received, before it is stored (fastest; a crash can lose acknowledged messages).
+    OnReceipt,
+    /// Once it is durable in the store (the default).
+    #[default]
+    AfterDurable,
+    /// Once it is durable and every matching route delivered it (or the processing timeout passed: then AE/CE).
+    AfterProcessing,
+}
+
+/// `[ack]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AckConfig {
+    /// When acknowledgements are sent.
+    pub timing: AckTiming,
+    /// With `after-processing`, how long to wait for deliveries before answering with an error code.
+    pub processing_timeout_ms: u64,
+}
+
+impl Default for AckConfig {
+    fn default() -> Self {
+        AckConfig {
+            timing: AckTiming::AfterDurable,
+            processing_timeout_ms: 30_000,
+        }
+    }
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Whether a commit waits for fsync. Off, a power loss or kernel crash can lose acknowledged messages (a
+    /// process crash cannot).
+    pub durable: bool,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig { durable: true }
+    }
+}
+
+/// What happens to a duplicate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum DuplicateAction {
+    /// Store it (status `duplicate`), count it, acknowledge it, but do not route it.
+    #[default]
+    Drop,
+    /// Store it, count it and route it like any other message.
+    Keep,
+}
+
+/// `[duplicates]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DuplicateConfig {
+    /// Two messages with the same sender and MSH-10 within this many seconds are duplicates (0: no detection).
+    pub window_secs: u64,
+    /// What to do with a duplicate.
+    pub action: DuplicateAction,
+}
+
+impl Default for DuplicateConfig {
+    fn default() -> Self {
+        DuplicateConfig {
+            window_secs: 24 * 3600,
+            action: DuplicateAction::Drop,
+        }
+    }
+}
+
+/// `[delivery]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeliveryConfig {
+    /// Attempts before a delivery is dead-lettered.
+    pub max_attempts: u32,
+    /// Wait after the first failure; doubles after each further failure.
+    pub initial_backoff_ms: u64,
+    /// Upper bound of the wait between attempts.
+    pub max_backoff_ms: u64,
+    /// Time limit of one attempt (connect, send, answer).
+    pub attempt_timeout_ms: u64,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        DeliveryConfig {
+            max_attempts: 10,
+            initial_backoff_ms: 500,
+            max_backoff_ms: 60_000,
+            attempt_timeout_ms: 30_000,
+        }
+    }
+}
+
+impl DeliveryConfig {
+    /// The wait after `failures` consecutive failures.
+    pub(crate) fn backoff(&self, failures: u32) -> Duration {
+        let factor = 1u64 << failures.saturating_sub(1).min(30);
+        Duration::from_millis(
+            self.initial_backoff_ms
+                .saturating_mul(factor)
+                .min(self.max_backoff_ms),
+        )
+    }
+}
+
+/// `[mllp]`: the listener of `thoth serve`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MllpConfig {
+    /// Largest accepted frame; larger ones are answered AR/CR and not stored whole.
+    pub max_frame_bytes: usize,
+    /// Close connections with no frame for this long (0: never).
+    pub idle_timeout_secs: u64,
+    /// Drop a partial frame when no byte of it arrives for this long (0: never).
+    pub in_frame_timeout_secs: u64,
+    /// Give up writing an answer after this long.
+    pub write_timeout_secs: u64,
+    /// Close connections that send bytes outside frames (default: skip and log them).
+    pub reject_junk: bool,
+    /// MLLP release 2 commit acknowledgements.
+    pub commit_acks: bool,
+    /// TLS, and mutual TLS with `client_ca`.
+    pub tls: Option<TlsFiles>,
+}
+
+impl Default for MllpConfig {
+    fn default() -> Self {
+        let frame = mllp::FrameConfig::default();
+        let secs = |d: Option<Duration>| d.map_or(0, |d| d.as_secs());
+        MllpConfig {
+            max_frame_bytes: frame.max_frame,
+            idle_timeout_secs: secs(frame.idle_timeout),
+            in_frame_timeout_secs: secs(frame.in_frame_timeout),
+            write_timeout_secs: secs(frame.write_timeout),
+            reject_junk: false,
+            commit_acks: false,
+            tls: None,
+        }
+    }
+}
+
+/// PEM files of a TLS listener.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsFiles {
+    /// Certificate chain.
+    pub cert: PathBuf,
+    /// Private key.
+    pub key: PathBuf,
+    /// Authorities whose client certificates are accepted; set, clients must present one (mutual TLS).
+    pub client_ca: Option<PathBuf>,
+}
+
+/// `[[route]]`: a filter and a destination.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// A unique name, used in delivery records.
+    pub name: String,
+    /// Message types (MSH-9-1) to take; empty: any.
+    #[serde(default)]
+    pub types: Vec<String>,
+    /// Trigger events (MSH-9-2) to take; empty: any.
+    #[serde(default)]
+    pub triggers: Vec<String>,
+    /// Senders (MSH-3-1, or `APP@FACILITY` with MSH-4-1) to take; empty: any.
+    #[serde(default)]
+    pub senders: Vec<String>,
+    /// Deliver to this MLLP listener (`host:port`).
+    pub mllp: Option<String>,
+    /// Deliver by HTTP POST to this URL.
+    pub http: Option<String>,
+    /// Deliver as one file per message into this directory.
+    pub dir: Option<PathBuf>,
+}
+
+impl EngineConfig {
+    /// Reads a TOML configuration.
+    pub fn from_toml(text: &str) -> Result<EngineConfig, EngineError> {
+        Self::parse(text, Path::new(""))
+    }
+
+    /// Reads a TOML configuration file.
+    pub fn from_file(path: &Path) -> Result<EngineConfig, EngineError> {
+        let text = std::fs::read_to_string(path).map_err(|e| EngineError::Config {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })?;
+        Self::parse(&text, path)
+    }
+
+    fn parse(text: &str, path: &Path) -> Result<EngineConfig, EngineError> {
+        let bad = |detail: String| EngineError::Config {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let config: EngineConfig = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let mut names = std::collections::HashSet::new();
+        for route in &config.routes {
+            if !names.insert(route.name.as_str()) {
+                return Err(bad(format!("two routes are named {:?}", route.name)));
+            }
+            let targets = [
+                route.mllp.is_some(),
+                route.http.is_some(),
+                route.dir.is_some(),
+            ];
+            if targets.iter().filter(|t| **t).count() != 1 {
+                return Err(bad(format!(
+                    "route {:?} needs exactly one of `mllp`, `http`, `dir`",
+                    route.name
+                )));
+            }
+        }
+        if config.delivery.max_attempts == 0 {
+            return Err(bad("delivery.max_attempts must be at least 1".into()));
+        }
+        Ok(config)
+    }
+
+    /// The MLLP listener configuration, with TLS PEM files read.
+    pub fn listener_config(&self) -> Result<mllp::ListenerConfig, EngineError> {
+        let m = &self.mllp;
+        let secs = |s: u64| (s > 0).then(|| Duration::from_secs(s));
+        let tls = match &m.tls {
+            None => None,
+            Some(files) => {
+                let read = |p: &PathBuf| {
+                    std::fs::read(p).map_err(|e| EngineError::Config {
+                        path: p.clone(),
+                        detail: e.to_string(),
+                    })
+                };
+                let ca = files.client_ca.as_ref().map(read).transpose()?;
+                let config =
+                    mllp::server_tls_config(&read(&files.cert)?, &read(&files.key)?, ca.as_deref())
+                        .map_err(|e| EngineError::Config {
+                            path: files.cert.clone(),
+                            detail: e.to_string(),
+                        })?;
+                Some(config)
+            }
+        };
+        Ok(mllp::ListenerConfig {
+            frame: mllp::FrameConfig {
+                max_frame: m.max_frame_bytes,
+                junk: if m.reject_junk {
+                    mllp::JunkPolicy::Reject
+                } else {
+                    mllp::JunkPolicy::Skip
+                },
+                idle_timeout: secs(m.idle_timeout_secs),
+                in_frame_timeout: secs(m.in_frame_timeout_secs),
+                write_timeout: secs(m.write_timeout_secs),
+            },
+            tls,
+            commit_acks: m.commit_acks,
+            ..Default::default()
+        })
+    }
+}

@@ -1,0 +1,114 @@
+//! One task per route delivers its queue in arrival order, with retries, backoff and dead-lettering.
+
+use crate::engine::Inner;
+use crate::record::MessageId;
+use crate::route::Target;
+use crate::store::Outcome;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// Delivers route `index`'s queue until the engine stops. A message is retried in place (later messages wait), so
+/// that a receiver sees messages in the order they arrived, as HL7 v2 receivers expect.
+pub(crate) async fn run(
+    inner: Arc<Inner>,
+    index: usize,
+    mut queue: mpsc::UnboundedReceiver<MessageId>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let route = inner.routes[index].name.clone();
+    let cfg = inner.config.delivery.clone();
+    let attempt_timeout = Duration::from_millis(cfg.attempt_timeout_ms);
+    let mut target = Target::new(&inner.routes[index].config, attempt_timeout);
+    loop {
+        let id = tokio::select! {
+            id = queue.recv() => match id {
+                Some(id) => id,
+                None => return,
+            },
+            _ = stop.changed() => return,
+        };
+        // A message can be queued twice (a replay while it was pending); deliver it once.
+        match inner.store.is_pending(id, &route) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(e) => {
+                tracing::error!(%id, route, "cannot read the delivery state: {e}");
+                continue;
+            }
+        }
+        let raw = match inner.store.raw(id) {
+            Ok(Some(raw)) => raw,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::error!(%id, route, "cannot read the message: {e}");
+                continue;
+            }
+        };
+        let mut failures = 0u32;
+        loop {
+            let attempt = tokio::select! {
+                r = tokio::time::timeout(attempt_timeout, target.deliver(id, &raw)) => r,
+                _ = stop.changed() => return,
+            };
+            let (outcome, detail) = match attempt {
+                Ok(Ok(detail)) => (Outcome::Delivered, detail),
+                Ok(Err(detail)) => {
+                    failures += 1;
+                    let last = failures >= cfg.max_attempts;
+                    (if last { Outcome::Dead } else { Outcome::Retry }, detail)
+                }
+                Err(_) => {
+                    failures += 1;
+                    let last = failures >= cfg.max_attempts;
+                    let detail = format!("no answer within {attempt_timeout:?}");
+                    (if last { Outcome::Dead } else { Outcome::Retry }, detail)
+                }
+            };
+            match outcome {
+                Outcome::Delivered => inner.counters.delivered.fetch_add(1, Ordering::Relaxed),
+                Outcome::Retry => inner
+                    .counters
+                    .failed_attempts
+                    .fetch_add(1, Ordering::Relaxed),
+                Outcome::Dead => {
+                    inner
+                        .counters
+                        .failed_attempts
+                        .fetch_add(1, Ordering::Relaxed);
+                    inner.counters.dead.fetch_add(1, Ordering::Relaxed)
+                }
+            };
+            if outcome != Outcome::Delivered {
+                tracing::warn!(%id, route, failures, "delivery failed: {detail}");
+            }
+            if let Err(e) = inner
+                .store
+                .record_attempt(id, &route, detail, outcome)
+                .await
+            {
+                // Not recorded: the delivery stays pending in the store and is retried on the next start.
+                tracing::error!(%id, route, "cannot record the delivery attempt: {e}");
+                return;
+            }
+            match outcome {
+                Outcome::Delivered => {
+                    inner.settled(id, &route, true);
+                    break;
+                }
+                Outcome::Dead => {
+                    tracing::error!(%id, route, "delivery dead-lettered after {failures} attempts");
+                    inner.settled(id, &route, false);
+                    break;
+                }
+                Outcome::Retry => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(cfg.backoff(failures)) => {}
+                        _ = stop.changed() => return,
+                    }
+                }
+            }
+        }
+    }
+}

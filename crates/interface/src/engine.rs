@@ -1,0 +1,488 @@
+//! The engine: receive (parse, store, acknowledge), route, and answer queries.
+
+use crate::config::{AckTiming, DuplicateAction, EngineConfig};
+use crate::delivery;
+use crate::error::EngineError;
+use crate::record::{MessageId, Page, Query, Stats, StoredMessage};
+use crate::route::{Header, Route};
+use crate::store::{Inserted, MetaRecord, NewMessage, Store, now_ms};
+use bytes::Bytes;
+use hl7v2::{AckCode, AckError, AckMode, ErrorCode, ErrorLocation, Message};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// The interface engine: a durable store, duplicate detection, routes and their delivery workers.
+///
+/// Cheap to clone (an `Arc`). [`Engine::open`] must run inside a tokio runtime: it starts one delivery task per
+/// route, which first resumes the deliveries a previous run left pending.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Store,
+    pub(crate) config: EngineConfig,
+    pub(crate) routes: Vec<Route>,
+    queues: HashMap<String, mpsc::UnboundedSender<MessageId>>,
+    pub(crate) counters: Counters,
+    /// Receivers waiting for a delivery's outcome (`after-processing` acknowledgements).
+    waiters: Mutex<Waiters>,
+    stop: watch::Sender<bool>,
+    workers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+/// Who waits for the outcome of each (message, route) delivery.
+type Waiters = HashMap<(MessageId, String), Vec<oneshot::Sender<bool>>>;
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub received: AtomicU64,
+    pub duplicates: AtomicU64,
+    pub rejected: AtomicU64,
+    pub delivered: AtomicU64,
+    pub failed_attempts: AtomicU64,
+    pub dead: AtomicU64,
+}
+
+/// What [`Engine::receive`] did with a message.
+#[derive(Debug, Clone)]
+pub struct Receipt {
+    /// The acknowledgement to send back (`None` when MSH-15/16 ask for none).
+    pub ack: Option<Vec<u8>>,
+    /// The store's id, once it is known (with `on-receipt` acknowledgements it is not).
+    pub id: Option<MessageId>,
+    /// Whether the message is safely stored (the MLLP release 2 commit acknowledgement).
+    pub committed: bool,
+    /// The earlier message this one duplicates, if any.
+    pub duplicate_of: Option<MessageId>,
+}
+
+impl Engine {
+    /// Opens the store in `dir` (created if missing) and starts one delivery task per route.
+    pub fn open(dir: &Path, config: EngineConfig) -> Result<Engine, EngineError> {
+        let store = Store::open(dir, config.store.durable)?;
+        let routes: Vec<Route> = config
+            .routes
+            .iter()
+            .map(|r| Route {
+                name: r.name.clone(),
+                config: r.clone(),
+            })
+            .collect();
+        let mut queues = HashMap::new();
+        let mut receivers = Vec::new();
+        for route in &routes {
+            let (tx, rx) = mpsc::unbounded_channel();
+            queues.insert(route.name.clone(), tx);
+            receivers.push(rx);
+        }
+        // Resume what a previous run left pending, in arrival order, before any new message.
+        let mut resumed = 0usize;
+        for (id, route) in store.pending()? {
+            match queues.get(&route) {
+                Some(q) => {
+                    let _ = q.send(id);
+                    resumed += 1;
+                }
+                None => {
+                    tracing::warn!(%id, route, "pending delivery for a route no longer configured")
+                }
+            }
+        }
+        if resumed > 0 {
+            tracing::info!(resumed, "resuming pending deliveries");
+        }
+        let (stop, _) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            store,
+            config,
+            routes,
+            queues,
+            counters: Counters::default(),
+            waiters: Mutex::new(HashMap::new()),
+            stop,
+            workers: Mutex::new(Vec::new()),
+        });
+        let mut workers = Vec::new();
+        for (index, rx) in receivers.into_iter().enumerate() {
+            let stop = inner.stop.subscribe();
+            workers.push(tokio::spawn(delivery::run(inner.clone(), index, rx, stop)));
+        }
+        *inner.workers.lock().expect("workers lock") = workers;
+        Ok(Engine { inner })
+    }
+
+    /// The configuration the engine runs with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// Receives one message: parses it leniently, stores the exact bytes, queues it on the matching routes and
+    /// builds the acknowledgement, when the configured timing allows.
+    pub async fn receive(&self, raw: Bytes, peer: &str) -> Receipt {
+        let inner = &self.inner;
+        inner.counters.received.fetch_add(1, Ordering::Relaxed);
+        let msg = Message::parse(&raw);
+        let header = Header::read(&msg);
+        let parse_errors = msg
+            .diagnostics()
+            .iter()
+            .filter(|d| d.severity() == hl7v2::Severity::Error)
+            .count();
+        let has_header = msg.segment(0).is_some_and(|s| s.id_bytes() == b"MSH");
+        let rejected = parse_errors > 0 || !has_header;
+        let enhanced = msg.ack_mode() == AckMode::Enhanced;
+        let routes: Vec<String> = if rejected {
+            Vec::new()
+        } else {
+            inner
+                .routes
+                .iter()
+                .filter(|r| r.matches(&header))
+                .map(|r| r.name.clone())
+                .collect()
+        };
+        let note = rejected.then(|| {
+            if has_header {
+                format!("{parse_errors} parse error(s)")
+            } else {
+                "no MSH segment".to_string()
+            }
+        });
+        let dup = &inner.config.duplicates;
+        let dedup_key = (!rejected && dup.window_secs > 0 && !header.control_id.is_empty())
+            .then(|| format!("{}\x1f{}", header.sender, header.control_id));
+        let new = NewMessage {
+            raw: raw.clone(),
+            meta: MetaRecord {
+                received_ms: now_ms(),
+                peer: peer.to_string(),
+                sender: header.sender.clone(),
+                message_type: header.message_type.clone(),
+                trigger: header.trigger.clone(),
+                control_id: header.control_id.clone(),
+                status: if rejected { "rejected" } else { "stored" }.into(),
+                duplicate_of: None,
+                parse_errors: parse_errors as u32,
+                size: raw.len() as u64,
+                note,
+            },
+            dedup_key,
+            dedup_window_ms: dup.window_secs.saturating_mul(1000),
+            routes,
+            route_duplicates: dup.action == DuplicateAction::Keep,
+        };
+        if rejected {
+            inner.counters.rejected.fetch_add(1, Ordering::Relaxed);
+        }
+        let pending = match inner.store.insert(new) {
+            Ok(rx) => rx,
+            Err(e) => return self.failed(&msg, enhanced, &e),
+        };
+        let reject = |code_o, code_e| {
+            let code = if enhanced { code_e } else { code_o };
+            let ack = msg.ack(code).errors_from_diagnostics();
+            let ack = if has_header {
+                ack
+            } else {
+                ack.error(AckError::new(
+                    ErrorCode::SegmentSequenceError,
+                    ErrorLocation::default(),
+                    "the message does not start with an MSH segment",
+                ))
+            };
+            ack.build()
+        };
+        if inner.config.ack.timing == AckTiming::OnReceipt {
+            let this = self.clone();
+            tokio::spawn(async move {
+                if let Ok(Ok(inserted)) = pending.await {
+                    this.queued(&inserted);
+                }
+            });
+            let ack = if rejected {
+                reject(AckCode::AR, AckCode::CR)
+            } else {
+                accept(&msg, enhanced)
+            };
+            return Receipt {
+                ack: wanted(&msg, enhanced, ack),
+                id: None,
+                committed: false,
+                duplicate_of: None,
+            };
+        }
+        let inserted = match pending.await {
+            Ok(Ok(inserted)) => inserted,
+            Ok(Err(e)) => return self.failed(&msg, enhanced, &e),
+            Err(_) => return self.failed(&msg, enhanced, &EngineError::ShuttingDown),
+        };
+        let waits = if inner.config.ack.timing == AckTiming::AfterProcessing {
+            self.wait_for(&inserted)
+        } else {
+            Vec::new()
+        };
+        self.queued(&inserted);
+        let ack = if rejected {
+            reject(AckCode::AR, AckCode::CR)
+        } else if waits.is_empty() {
+            accept(&msg, enhanced)
+        } else {
+            let limit = Duration::from_millis(inner.config.ack.processing_timeout_ms);
+            let all = futures_all(waits);
+            match tokio::time::timeout(limit, all).await {
+                Ok(true) => accept(&msg, enhanced),
+                Ok(false) => error_ack(&msg, enhanced, "stored, but a delivery failed"),
+                Err(_) => error_ack(&msg, enhanced, "stored, but not yet delivered"),
+            }
+        };
+        Receipt {
+            ack: wanted(&msg, enhanced, ack),
+            id: Some(inserted.id),
+            committed: true,
+            duplicate_of: inserted.duplicate_of,
+        }
+    }
+
+    /// Receives a frame that exceeded the size limit: stores its head (status `rejected`) and answers AR/CR.
+    pub async fn receive_oversized(&self, head: Bytes, len: usize, peer: &str) -> Receipt {
+        let inner = &self.inner;
+        inner.counters.received.fetch_add(1, Ordering::Relaxed);
+        inner.counters.rejected.fetch_add(1, Ordering::Relaxed);
+        let msg = Message::parse(&head);
+        let header = Header::read(&msg);
+        let enhanced = msg.ack_mode() == AckMode::Enhanced;
+        let text = format!(
+            "message of {len} bytes exceeds the limit of {} bytes",
+            inner.config.mllp.max_frame_bytes
+        );
+        let new = NewMessage {
+            raw: head.clone(),
+            meta: MetaRecord {
+                received_ms: now_ms(),
+                peer: peer.to_string(),
+                sender: header.sender,
+                message_type: header.message_type,
+                trigger: header.trigger,
+                control_id: header.control_id,
+                status: "rejected".into(),
+                size: len as u64,
+                note: Some(format!(
+                    "{text}; only the first {} bytes are stored",
+                    head.len()
+                )),
+                ..Default::default()
+            },
+            dedup_key: None,
+            dedup_window_ms: 0,
+            routes: Vec::new(),
+            route_duplicates: false,
+        };
+        let stored = match inner.store.insert(new) {
+            Ok(rx) => matches!(rx.await, Ok(Ok(_))),
+            Err(_) => false,
+        };
+        let code = if enhanced { AckCode::CR } else { AckCode::AR };
+        let ack = msg
+            .ack(code)
+            .error(AckError::new(
+                ErrorCode::ApplicationInternalError,
+                ErrorLocation::default(),
+                text,
+            ))
+            .build();
+        Receipt {
+            ack: Some(ack),
+            id: None,
+            committed: stored,
+            duplicate_of: None,
+        }
+    }
+
+    fn failed(&self, msg: &Message<'_>, enhanced: bool, e: &EngineError) -> Receipt {
+        tracing::error!("message not stored: {e}");
+        let code = if enhanced { AckCode::CE } else { AckCode::AE };
+        let ack = msg
+            .ack(code)
+            .error(AckError::new(
+                ErrorCode::ApplicationInternalError,
+                ErrorLocation::default(),
+                format!("not stored: {e}"),
+            ))
+            .build();
+        Receipt {
+            ack: Some(ack),
+            id: None,
+            committed: false,
+            duplicate_of: None,
+        }
+    }
+
+    /// Counts a duplicate and hands a stored message to its routes' delivery tasks.
+    fn queued(&self, inserted: &Inserted) {
+        if let Some(first) = inserted.duplicate_of {
+            self.inner
+                .counters
+                .duplicates
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::info!(id = %inserted.id, duplicate_of = %first, "duplicate message");
+        }
+        for route in &inserted.routes {
+            if let Some(q) = self.inner.queues.get(route) {
+                let _ = q.send(inserted.id);
+            }
+        }
+    }
+
+    fn wait_for(&self, inserted: &Inserted) -> Vec<oneshot::Receiver<bool>> {
+        let mut waiters = self.inner.waiters.lock().expect("waiters lock");
+        inserted
+            .routes
+            .iter()
+            .map(|route| {
+                let (tx, rx) = oneshot::channel();
+                waiters
+                    .entry((inserted.id, route.clone()))
+                    .or_default()
+                    .push(tx);
+                rx
+            })
+            .collect()
+    }
+
+    /// Messages matching `query`, newest first, with the total count.
+    pub fn list(&self, query: &Query) -> Result<Page, EngineError> {
+        self.inner.store.list(query)
+    }
+
+    /// One stored message with its raw bytes and delivery history.
+    pub fn get(&self, id: MessageId) -> Result<Option<StoredMessage>, EngineError> {
+        self.inner.store.get(id)
+    }
+
+    /// Queues a stored message again on every route that matches it now; returns those routes' names.
+    pub async fn replay(&self, id: MessageId) -> Result<Vec<String>, EngineError> {
+        let raw = self
+            .inner
+            .store
+            .raw(id)?
+            .ok_or(EngineError::NotFound(id.0))?;
+        let msg = Message::parse(&raw);
+        let header = Header::read(&msg);
+        let routes: Vec<String> = self
+            .inner
+            .routes
+            .iter()
+            .filter(|r| r.matches(&header))
+            .map(|r| r.name.clone())
+            .collect();
+        let routes = self.inner.store.requeue(id, routes).await?;
+        for route in &routes {
+            if let Some(q) = self.inner.queues.get(route) {
+                let _ = q.send(id);
+            }
+        }
+        Ok(routes)
+    }
+
+    /// Counters since the engine started.
+    pub fn stats(&self) -> Stats {
+        let c = &self.inner.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Stats {
+            received: get(&c.received),
+            duplicates: get(&c.duplicates),
+            rejected: get(&c.rejected),
+            delivered: get(&c.delivered),
+            failed_attempts: get(&c.failed_attempts),
+            dead: get(&c.dead),
+        }
+    }
+
+    /// Stops the delivery tasks (a delivery in flight stays pending and is retried on the next start), commits what
+    /// the store has and closes it.
+    pub async fn shutdown(&self) {
+        let _ = self.inner.stop.send(true);
+        let workers = std::mem::take(&mut *self.inner.workers.lock().expect("workers lock"));
+        for w in workers {
+            let _ = tokio::time::timeout(Duration::from_secs(5), w).await;
+        }
+        let inner = self.inner.clone();
+        let _ = tokio::task::spawn_blocking(move || inner.store.close()).await;
+    }
+}
+
+impl Inner {
+    /// Tells whoever waits for this delivery how it ended.
+    pub(crate) fn settled(&self, id: MessageId, route: &str, delivered: bool) {
+        let waiters = self
+            .waiters
+            .lock()
+            .expect("waiters lock")
+            .remove(&(id, route.to_string()));
+        for w in waiters.into_iter().flatten() {
+            let _ = w.send(delivered);
+        }
+    }
+}
+
+impl mllp::Handler for Engine {
+    async fn handle(&self, inbound: mllp::Inbound, peer: &mllp::Peer) -> mllp::Reply {
+        let peer = peer.addr.to_string();
+        let receipt = match inbound {
+            mllp::Inbound::Message(raw) => self.receive(raw, &peer).await,
+            mllp::Inbound::Oversized { head, len } => {
+                self.receive_oversized(head, len, &peer).await
+            }
+            _ => return mllp::Reply::default(),
+        };
+        mllp::Reply {
+            payload: receipt.ack.map(Bytes::from),
+            committed: receipt.committed,
+        }
+    }
+}
+
+fn accept(msg: &Message<'_>, enhanced: bool) -> Vec<u8> {
+    msg.ack(if enhanced { AckCode::CA } else { AckCode::AA })
+        .build()
+}
+
+fn error_ack(msg: &Message<'_>, enhanced: bool, text: &str) -> Vec<u8> {
+    let code = if enhanced { AckCode::CE } else { AckCode::AE };
+    msg.ack(code)
+        .error(AckError::new(
+            ErrorCode::ApplicationInternalError,
+            ErrorLocation::default(),
+            text,
+        ))
+        .build()
+}
+
+/// Drops the ACK when, in enhanced mode, MSH-15 says not to send this kind (`NE`, `ER` on success, `SU` on error).
+fn wanted(msg: &Message<'_>, enhanced: bool, ack: Vec<u8>) -> Option<Vec<u8>> {
+    if !enhanced {
+        return Some(ack);
+    }
+    let code = Message::parse(&ack)
+        .get("MSA-1")
+        .and_then(|c| AckCode::parse(&c));
+    match code {
+        Some(code) if !msg.ack_required(code) => None,
+        _ => Some(ack),
+    }
+}
+
+/// True when every receiver answered true.
+async fn futures_all(waits: Vec<oneshot::Receiver<bool>>) -> bool {
+    let mut all = true;
+    for w in waits {
+        all &= w.await.unwrap_or(false);
+    }
+    all
+}

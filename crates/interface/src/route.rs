@@ -1,0 +1,227 @@
+//! Routes: which messages go where, and the three kinds of destination.
+
+use crate::config::RouteConfig;
+use crate::record::MessageId;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The header fields routing and duplicate detection look at.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Header {
+    pub sender: String,
+    pub sender_app: String,
+    pub message_type: String,
+    pub trigger: String,
+    pub control_id: String,
+}
+
+impl Header {
+    pub(crate) fn read(msg: &hl7v2::Message<'_>) -> Header {
+        let get = |p: &str| msg.get(p).map(|v| v.into_owned()).unwrap_or_default();
+        let app = get("MSH-3-1");
+        let facility = get("MSH-4-1");
+        let sender = if facility.is_empty() {
+            app.clone()
+        } else {
+            format!("{app}@{facility}")
+        };
+        Header {
+            sender,
+            sender_app: app,
+            message_type: get("MSH-9-1"),
+            trigger: get("MSH-9-2"),
+            control_id: get("MSH-10"),
+        }
+    }
+}
+
+/// A route's filter.
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    pub name: String,
+    pub config: RouteConfig,
+}
+
+impl Route {
+    pub(crate) fn matches(&self, h: &Header) -> bool {
+        let any_of = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x == v);
+        any_of(&self.config.types, &h.message_type)
+            && any_of(&self.config.triggers, &h.trigger)
+            && (self.config.senders.is_empty()
+                || self
+                    .config
+                    .senders
+                    .iter()
+                    .any(|s| *s == h.sender || *s == h.sender_app))
+    }
+}
+
+/// A destination with its connection state.
+pub(crate) enum Target {
+    Mllp {
+        addr: String,
+        client: Option<Box<mllp::Client>>,
+    },
+    Http {
+        url: String,
+        client: reqwest::Client,
+    },
+    Dir {
+        path: PathBuf,
+    },
+}
+
+impl Target {
+    pub(crate) fn new(config: &RouteConfig, attempt_timeout: Duration) -> Target {
+        if let Some(addr) = &config.mllp {
+            Target::Mllp {
+                addr: addr.clone(),
+                client: None,
+            }
+        } else if let Some(url) = &config.http {
+            let client = reqwest::Client::builder()
+                .timeout(attempt_timeout)
+                .build()
+                .unwrap_or_default();
+            Target::Http {
+                url: url.clone(),
+                client,
+            }
+        } else {
+            Target::Dir {
+                path: config.dir.clone().unwrap_or_default(),
+            }
+        }
+    }
+
+    /// One delivery attempt: `Ok(detail)` when the destination took the message, `Err(detail)` when not.
+    pub(crate) async fn deliver(&mut self, id: MessageId, raw: &[u8]) -> Result<String, String> {
+        match self {
+            Target::Mllp { addr, client } => {
+                let result = deliver_mllp(addr, client, raw).await;
+                if result.is_err() {
+                    // After an error the stream may be out of step with its answers: start afresh.
+                    *client = None;
+                }
+                result
+            }
+            Target::Http { url, client } => {
+                let response = client
+                    .post(url.as_str())
+                    .header("content-type", "x-application/hl7-v2+er7")
+                    .body(raw.to_vec())
+                    .send()
+                    .await
+                    .map_err(|e| format!("POST {url}: {e}"))?;
+                let status = response.status();
+                if status.is_success() {
+                    Ok(format!("HTTP {}", status.as_u16()))
+                } else {
+                    let body = response.text().await.unwrap_or_default();
+                    Err(format!(
+                        "HTTP {}: {}",
+                        status.as_u16(),
+                        truncate(&body, 200)
+                    ))
+                }
+            }
+            Target::Dir { path } => {
+                let control = hl7v2::Message::parse(raw)
+                    .get("MSH-10")
+                    .map(|c| c.into_owned())
+                    .unwrap_or_default();
+                let name = file_name(id, &control);
+                let dir = path.clone();
+                let raw = raw.to_vec();
+                tokio::task::spawn_blocking(move || write_file(&dir, &name, &raw))
+                    .await
+                    .map_err(|e| e.to_string())?
+            }
+        }
+    }
+}
+
+async fn deliver_mllp(
+    addr: &str,
+    client: &mut Option<Box<mllp::Client>>,
+    raw: &[u8],
+) -> Result<String, String> {
+    if client.is_none() {
+        let c = mllp::Client::connect(addr, mllp::ClientConfig::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        *client = Some(Box::new(c));
+    }
+    let c = client.as_mut().expect("connected above");
+    let reply = c.send(raw).await.map_err(|e| e.to_string())?;
+    let expected = hl7v2::Message::parse(raw)
+        .get("MSH-10")
+        .unwrap_or_default()
+        .into_owned();
+    let ack = hl7v2::Message::parse(&reply);
+    let code = ack.get("MSA-1").unwrap_or_default().into_owned();
+    let acked = ack.get("MSA-2").unwrap_or_default().into_owned();
+    if acked != expected {
+        return Err(format!(
+            "ACK for another message: MSA-2 {acked:?}, sent MSH-10 {expected:?}"
+        ));
+    }
+    match hl7v2::AckCode::parse(&code) {
+        Some(c) if c.is_success() => Ok(code),
+        Some(_) => {
+            let text = ack
+                .get("MSA-3")
+                .or_else(|| ack.get("ERR-8"))
+                .or_else(|| ack.get("ERR-3-2"))
+                .unwrap_or_default();
+            Err(format!("{code} {text}").trim().to_string())
+        }
+        None => Err(format!("answer is not an ACK (MSA-1 {code:?})")),
+    }
+}
+
+/// `000000000042-CTRL.hl7`: sorted by arrival, and the same name on redelivery, so a retry after a crash
+/// overwrites instead of duplicating.
+fn file_name(id: MessageId, control_id: &str) -> String {
+    let safe: String = control_id
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if safe.is_empty() {
+        format!("{:012}.hl7", id.0)
+    } else {
+        format!("{:012}-{safe}.hl7", id.0)
+    }
+}
+
+/// Writes to a temporary name, fsyncs, renames and fsyncs the directory: a reader never sees half a file, and a
+/// file that exists survives a crash.
+fn write_file(dir: &std::path::Path, name: &str, raw: &[u8]) -> Result<String, String> {
+    use std::io::Write;
+    let fail = |what: &str, e: std::io::Error| format!("{what} {}: {e}", dir.display());
+    std::fs::create_dir_all(dir).map_err(|e| fail("creating", e))?;
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = std::fs::File::create(&tmp).map_err(|e| fail("writing into", e))?;
+    f.write_all(raw).map_err(|e| fail("writing into", e))?;
+    f.sync_all().map_err(|e| fail("syncing a file in", e))?;
+    drop(f);
+    std::fs::rename(&tmp, dir.join(name)).map_err(|e| fail("renaming in", e))?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(format!("wrote {name}"))
+}
+
+fn truncate(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}

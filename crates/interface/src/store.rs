@@ -1,0 +1,800 @@
+//! The durable message store: redb tables, written by one thread that commits batches (group commit).
+//!
+//! Every write goes through the writer thread. It takes one operation, then whatever else is already queued (up to
+//! a batch limit), applies them all in one write transaction and commits once: with N connections waiting, one
+//! fsync covers N messages. Replies are sent only after the commit returned, so "acknowledged" implies "durable".
+//! Reads use their own read transactions and never wait for the writer (MVCC).
+
+use crate::error::EngineError;
+use crate::record::{
+    Attempt, Delivery, DeliveryStatus, MessageId, MessageSummary, Page, Query, Status,
+    StoredMessage,
+};
+use bytes::Bytes;
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+
+/// Raw bytes as received, by message id.
+const RAW: TableDefinition<u64, &[u8]> = TableDefinition::new("raw");
+/// [`MetaRecord`] (JSON) by message id.
+const META: TableDefinition<u64, &[u8]> = TableDefinition::new("meta");
+/// `sender \x1f control id` -> (first message id, received ms): duplicate detection.
+const DEDUP: TableDefinition<&str, (u64, u64)> = TableDefinition::new("dedup");
+/// [`DeliveryRecord`] (JSON) by (message id, route).
+const DELIVERY: TableDefinition<(u64, &str), &[u8]> = TableDefinition::new("delivery");
+/// The deliveries still to be made, so that a restart finds them without scanning every delivery.
+const PENDING: TableDefinition<(u64, &str), ()> = TableDefinition::new("pending");
+/// Format version and other facts about the store.
+const INFO: TableDefinition<&str, u64> = TableDefinition::new("info");
+
+/// Bump when the layout of a table or record changes incompatibly.
+pub(crate) const FORMAT_VERSION: u64 = 1;
+const MAX_BATCH: usize = 4096;
+const MAX_HISTORY: usize = 50;
+
+/// The on-disk header record of a message (JSON in [`META`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct MetaRecord {
+    pub received_ms: u64,
+    pub peer: String,
+    pub sender: String,
+    pub message_type: String,
+    pub trigger: String,
+    pub control_id: String,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<u64>,
+    pub parse_errors: u32,
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct AttemptRecord {
+    at_ms: u64,
+    ok: bool,
+    detail: String,
+}
+
+/// The on-disk state of one delivery (JSON in [`DELIVERY`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct DeliveryRecord {
+    status: String,
+    attempts: u32,
+    history: Vec<AttemptRecord>,
+}
+
+/// A message to store.
+pub(crate) struct NewMessage {
+    pub raw: Bytes,
+    pub meta: MetaRecord,
+    /// `sender \x1f control id`, when duplicates are detected for it.
+    pub dedup_key: Option<String>,
+    pub dedup_window_ms: u64,
+    /// The routes it matched.
+    pub routes: Vec<String>,
+    /// Whether a duplicate is routed too.
+    pub route_duplicates: bool,
+}
+
+/// What storing a message did.
+#[derive(Debug, Clone)]
+pub(crate) struct Inserted {
+    pub id: MessageId,
+    pub duplicate_of: Option<MessageId>,
+    /// The routes it was queued on (none for a dropped duplicate).
+    pub routes: Vec<String>,
+}
+
+/// The result of a delivery attempt, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Delivered,
+    Retry,
+    Dead,
+}
+
+enum Op {
+    Insert(
+        Box<NewMessage>,
+        oneshot::Sender<Result<Inserted, EngineError>>,
+    ),
+    Attempt {
+        id: u64,
+        route: String,
+        at_ms: u64,
+        detail: String,
+        outcome: Outcome,
+        done: oneshot::Sender<Result<(), EngineError>>,
+    },
+    Requeue {
+        id: u64,
+        routes: Vec<String>,
+        at_ms: u64,
+        done: oneshot::Sender<Result<Vec<String>, EngineError>>,
+    },
+}
+
+/// What an applied operation answers once its batch is committed.
+enum Answer {
+    Inserted(oneshot::Sender<Result<Inserted, EngineError>>, Inserted),
+    Done(oneshot::Sender<Result<(), EngineError>>),
+    Requeued(
+        oneshot::Sender<Result<Vec<String>, EngineError>>,
+        Vec<String>,
+    ),
+}
+
+impl Answer {
+    fn send(self, err: Option<&EngineError>) {
+        let fail = || {
+            let e = err.expect("called with an error");
+            EngineError::Store {
+                op: "commit",
+                detail: e.to_string(),
+            }
+        };
+        match self {
+            Answer::Inserted(tx, v) => {
+                drop(tx.send(if err.is_some() { Err(fail()) } else { Ok(v) }))
+            }
+            Answer::Done(tx) => drop(tx.send(if err.is_some() { Err(fail()) } else { Ok(()) })),
+            Answer::Requeued(tx, v) => {
+                drop(tx.send(if err.is_some() { Err(fail()) } else { Ok(v) }))
+            }
+        }
+    }
+}
+
+/// The store: cheap to share (`Arc`).
+pub(crate) struct Store {
+    db: Arc<Database>,
+    tx: std::sync::Mutex<Option<mpsc::UnboundedSender<Op>>>,
+    writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Store {
+    /// Opens (or creates) `dir/messages.redb` and starts the writer thread.
+    pub(crate) fn open(dir: &Path, durable: bool) -> Result<Store, EngineError> {
+        let path = dir.join("messages.redb");
+        let open_err = |detail: String| EngineError::Open {
+            path: path.clone(),
+            detail,
+        };
+        std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
+        let db = Database::create(&path).map_err(|e| open_err(e.to_string()))?;
+        let next_id = init(&db, &path)?;
+        let db = Arc::new(db);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let writer_db = db.clone();
+        let writer = std::thread::Builder::new()
+            .name("message-store-writer".into())
+            .spawn(move || run_writer(writer_db, rx, next_id, durable))
+            .map_err(|e| open_err(e.to_string()))?;
+        Ok(Store {
+            db,
+            tx: std::sync::Mutex::new(Some(tx)),
+            writer: std::sync::Mutex::new(Some(writer)),
+        })
+    }
+
+    fn submit(&self, op: Op) -> Result<(), EngineError> {
+        let guard = self.tx.lock().expect("store sender lock");
+        let tx = guard.as_ref().ok_or(EngineError::ShuttingDown)?;
+        tx.send(op).map_err(|_| EngineError::ShuttingDown)
+    }
+
+    /// Stores a message; the answer arrives once it is committed.
+    pub(crate) fn insert(
+        &self,
+        msg: NewMessage,
+    ) -> Result<oneshot::Receiver<Result<Inserted, EngineError>>, EngineError> {
+        let (tx, rx) = oneshot::channel();
+        self.submit(Op::Insert(Box::new(msg), tx))?;
+        Ok(rx)
+    }
+
+    /// Records a delivery attempt and its outcome.
+    pub(crate) async fn record_attempt(
+        &self,
+        id: MessageId,
+        route: &str,
+        detail: String,
+        outcome: Outcome,
+    ) -> Result<(), EngineError> {
+        let (done, rx) = oneshot::channel();
+        self.submit(Op::Attempt {
+            id: id.0,
+            route: route.to_string(),
+            at_ms: now_ms(),
+            detail,
+            outcome,
+            done,
+        })?;
+        rx.await.map_err(|_| EngineError::ShuttingDown)?
+    }
+
+    /// Queues a message again on `routes`; answers the routes actually queued.
+    pub(crate) async fn requeue(
+        &self,
+        id: MessageId,
+        routes: Vec<String>,
+    ) -> Result<Vec<String>, EngineError> {
+        let (done, rx) = oneshot::channel();
+        self.submit(Op::Requeue {
+            id: id.0,
+            routes,
+            at_ms: now_ms(),
+            done,
+        })?;
+        rx.await.map_err(|_| EngineError::ShuttingDown)?
+    }
+
+    /// Stops taking writes, lets the writer commit what it has, and waits for it.
+    pub(crate) fn close(&self) {
+        self.tx.lock().expect("store sender lock").take();
+        if let Some(writer) = self.writer.lock().expect("writer lock").take() {
+            let _ = writer.join();
+        }
+    }
+
+    /// The raw bytes of a message.
+    pub(crate) fn raw(&self, id: MessageId) -> Result<Option<Vec<u8>>, EngineError> {
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(|e| EngineError::store("read", e))?;
+        let table = txn
+            .open_table(RAW)
+            .map_err(|e| EngineError::store("read", e))?;
+        let raw = table.get(id.0).map_err(|e| EngineError::store("read", e))?;
+        Ok(raw.map(|v| v.value().to_vec()))
+    }
+
+    /// Whether the delivery of `id` to `route` is still to be made.
+    pub(crate) fn is_pending(&self, id: MessageId, route: &str) -> Result<bool, EngineError> {
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(|e| EngineError::store("read", e))?;
+        let table = txn
+            .open_table(PENDING)
+            .map_err(|e| EngineError::store("read", e))?;
+        Ok(table
+            .get((id.0, route))
+            .map_err(|e| EngineError::store("read", e))?
+            .is_some())
+    }
+
+    /// Every pending delivery, in message order.
+    pub(crate) fn pending(&self) -> Result<Vec<(MessageId, String)>, EngineError> {
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(|e| EngineError::store("read", e))?;
+        let table = txn
+            .open_table(PENDING)
+            .map_err(|e| EngineError::store("read", e))?;
+        let mut out = Vec::new();
+        for entry in table.iter().map_err(|e| EngineError::store("read", e))? {
+            let (k, _) = entry.map_err(|e| EngineError::store("read", e))?;
+            let (id, route) = k.value();
+            out.push((MessageId(id), route.to_string()));
+        }
+        Ok(out)
+    }
+
+    /// A message with its deliveries.
+    pub(crate) fn get(&self, id: MessageId) -> Result<Option<StoredMessage>, EngineError> {
+        let e = |e: redb::Error| EngineError::store("read", e);
+        let txn = self.db.begin_read().map_err(|x| e(x.into()))?;
+        let meta = txn.open_table(META).map_err(|x| e(x.into()))?;
+        let Some(record) = meta.get(id.0).map_err(|x| e(x.into()))? else {
+            return Ok(None);
+        };
+        let summary = summary(id.0, &decode_meta(record.value())?);
+        let raw = txn.open_table(RAW).map_err(|x| e(x.into()))?;
+        let raw = raw
+            .get(id.0)
+            .map_err(|x| e(x.into()))?
+            .map(|v| v.value().to_vec())
+            .unwrap_or_default();
+        let table = txn.open_table(DELIVERY).map_err(|x| e(x.into()))?;
+        let mut deliveries = Vec::new();
+        for entry in table
+            .range((id.0, "")..(id.0 + 1, ""))
+            .map_err(|x| e(x.into()))?
+        {
+            let (k, v) = entry.map_err(|x| e(x.into()))?;
+            let record: DeliveryRecord = serde_json::from_slice(v.value())
+                .map_err(|x| EngineError::store("decoding a delivery", x))?;
+            deliveries.push(Delivery {
+                route: k.value().1.to_string(),
+                status: DeliveryStatus::parse(&record.status),
+                attempts: record.attempts,
+                history: record
+                    .history
+                    .into_iter()
+                    .map(|a| Attempt {
+                        at_ms: a.at_ms,
+                        ok: a.ok,
+                        detail: a.detail,
+                    })
+                    .collect(),
+            });
+        }
+        Ok(Some(StoredMessage {
+            summary,
+            raw,
+            deliveries,
+        }))
+    }
+
+    /// Messages matching `q`, newest first. A scan of the header table: fine for the hundreds of thousands of
+    /// messages an engine keeps; secondary indexes are the next step if stores grow past that.
+    pub(crate) fn list(&self, q: &Query) -> Result<Page, EngineError> {
+        let e = |e: redb::Error| EngineError::store("read", e);
+        let txn = self.db.begin_read().map_err(|x| e(x.into()))?;
+        let meta = txn.open_table(META).map_err(|x| e(x.into()))?;
+        let mut total = 0;
+        let mut items = Vec::new();
+        for entry in meta.iter().map_err(|x| e(x.into()))?.rev() {
+            let (k, v) = entry.map_err(|x| e(x.into()))?;
+            let m = decode_meta(v.value())?;
+            if !matches(q, &m) {
+                continue;
+            }
+            if total >= q.offset && items.len() < q.limit {
+                items.push(summary(k.value(), &m));
+            }
+            total += 1;
+        }
+        Ok(Page { total, items })
+    }
+}
+
+fn matches(q: &Query, m: &MetaRecord) -> bool {
+    let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+    eq(&q.message_type, &m.message_type)
+        && eq(&q.trigger, &m.trigger)
+        && eq(&q.control_id, &m.control_id)
+        && q.sender
+            .as_deref()
+            .is_none_or(|s| m.sender == s || m.sender.split('@').next() == Some(s))
+        && q.since_ms.is_none_or(|t| m.received_ms >= t)
+        && q.until_ms.is_none_or(|t| m.received_ms < t)
+        && q.status.is_none_or(|s| s.as_str() == m.status)
+}
+
+fn summary(id: u64, m: &MetaRecord) -> MessageSummary {
+    MessageSummary {
+        id: MessageId(id),
+        received_ms: m.received_ms,
+        peer: m.peer.clone(),
+        sender: m.sender.clone(),
+        message_type: m.message_type.clone(),
+        trigger: m.trigger.clone(),
+        control_id: m.control_id.clone(),
+        status: Status::parse(&m.status).unwrap_or(Status::Stored),
+        duplicate_of: m.duplicate_of.map(MessageId),
+        parse_errors: m.parse_errors,
+        size: m.size,
+        note: m.note.clone(),
+    }
+}
+
+fn decode_meta(bytes: &[u8]) -> Result<MetaRecord, EngineError> {
+    serde_json::from_slice(bytes).map_err(|e| EngineError::store("decoding a message header", e))
+}
+
+/// Creates the tables, checks the format version and returns the next message id.
+fn init(db: &Database, path: &Path) -> Result<u64, EngineError> {
+    let e = |x: redb::Error| EngineError::Open {
+        path: path.to_path_buf(),
+        detail: x.to_string(),
+    };
+    let txn = db.begin_write().map_err(|x| e(x.into()))?;
+    let next;
+    {
+        let mut info = txn.open_table(INFO).map_err(|x| e(x.into()))?;
+        let found = info
+            .get("format")
+            .map_err(|x| e(x.into()))?
+            .map(|v| v.value());
+        match found {
+            Some(v) if v != FORMAT_VERSION => {
+                return Err(EngineError::IncompatibleFormat {
+                    path: PathBuf::from(path),
+                    found: v,
+                    expected: FORMAT_VERSION,
+                });
+            }
+            Some(_) => {}
+            None => {
+                info.insert("format", FORMAT_VERSION)
+                    .map_err(|x| e(x.into()))?;
+            }
+        }
+        let raw = txn.open_table(RAW).map_err(|x| e(x.into()))?;
+        next = raw
+            .last()
+            .map_err(|x| e(x.into()))?
+            .map_or(1, |(k, _)| k.value() + 1);
+        txn.open_table(META).map_err(|x| e(x.into()))?;
+        txn.open_table(DEDUP).map_err(|x| e(x.into()))?;
+        txn.open_table(DELIVERY).map_err(|x| e(x.into()))?;
+        txn.open_table(PENDING).map_err(|x| e(x.into()))?;
+    }
+    txn.commit().map_err(|x| e(x.into()))?;
+    Ok(next)
+}
+
+fn run_writer(
+    db: Arc<Database>,
+    mut rx: mpsc::UnboundedReceiver<Op>,
+    mut next_id: u64,
+    durable: bool,
+) {
+    let mut last_sync = Instant::now();
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = rx.blocking_recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        // Non-durable mode still makes a durable commit at least once a second, which bounds what a crash loses
+        // and lets redb reclaim pages.
+        let sync = durable || last_sync.elapsed() > Duration::from_secs(1);
+        let before = next_id;
+        let result = apply_batch(&db, &mut batch, &mut next_id, sync);
+        match result {
+            Ok(answers) => {
+                if sync {
+                    last_sync = Instant::now();
+                }
+                for a in answers {
+                    a.send(None);
+                }
+            }
+            Err((answers, err)) => {
+                tracing::error!("message store commit failed: {err}");
+                next_id = before;
+                for a in answers {
+                    a.send(Some(&err));
+                }
+            }
+        }
+    }
+    // The channel is closed: make everything durable before the process exits.
+    if let Ok(txn) = db.begin_write() {
+        let _ = txn.commit();
+    }
+}
+
+type BatchResult = Result<Vec<Answer>, (Vec<Answer>, EngineError)>;
+
+fn apply_batch(db: &Database, batch: &mut Vec<Op>, next_id: &mut u64, sync: bool) -> BatchResult {
+    let mut answers = Vec::with_capacity(batch.len());
+    let mut failed = None;
+    let txn = match db.begin_write() {
+        Ok(mut txn) => {
+            let level = if sync {
+                Durability::Immediate
+            } else {
+                Durability::None
+            };
+            let _ = txn.set_durability(level);
+            Some(txn)
+        }
+        Err(e) => {
+            failed = Some(EngineError::store("begin write", e));
+            None
+        }
+    };
+    for op in batch.drain(..) {
+        match (&txn, &failed) {
+            (Some(txn), None) => match apply(txn, op, next_id) {
+                Ok(answer) => answers.push(answer),
+                Err((answer, e)) => {
+                    answers.push(answer);
+                    failed = Some(e);
+                }
+            },
+            _ => answers.push(unapplied(op)),
+        }
+    }
+    if let Some(e) = failed {
+        if let Some(txn) = txn {
+            let _ = txn.abort();
+        }
+        return Err((answers, e));
+    }
+    let txn = txn.expect("a transaction when nothing failed");
+    match txn.commit() {
+        Ok(()) => Ok(answers),
+        Err(e) => Err((answers, EngineError::store("commit", e))),
+    }
+}
+
+fn unapplied(op: Op) -> Answer {
+    match op {
+        Op::Insert(_, tx) => Answer::Inserted(
+            tx,
+            Inserted {
+                id: MessageId(0),
+                duplicate_of: None,
+                routes: Vec::new(),
+            },
+        ),
+        Op::Attempt { done, .. } => Answer::Done(done),
+        Op::Requeue { done, .. } => Answer::Requeued(done, Vec::new()),
+    }
+}
+
+fn apply(
+    txn: &redb::WriteTransaction,
+    op: Op,
+    next_id: &mut u64,
+) -> Result<Answer, (Answer, EngineError)> {
+    match op {
+        Op::Insert(msg, tx) => match insert(txn, *msg, next_id) {
+            Ok(v) => Ok(Answer::Inserted(tx, v)),
+            Err(e) => Err((unapplied(Op::Insert(Box::new(empty_message()), tx)), e)),
+        },
+        Op::Attempt {
+            id,
+            route,
+            at_ms,
+            detail,
+            outcome,
+            done,
+        } => match attempt(txn, id, &route, at_ms, detail, outcome) {
+            Ok(()) => Ok(Answer::Done(done)),
+            Err(e) => Err((Answer::Done(done), e)),
+        },
+        Op::Requeue {
+            id,
+            routes,
+            at_ms,
+            done,
+        } => match requeue(txn, id, routes, at_ms) {
+            Ok(v) => Ok(Answer::Requeued(done, v)),
+            Err(e) => Err((Answer::Requeued(done, Vec::new()), e)),
+        },
+    }
+}
+
+fn empty_message() -> NewMessage {
+    NewMessage {
+        raw: Bytes::new(),
+        meta: MetaRecord::default(),
+        dedup_key: None,
+        dedup_window_ms: 0,
+        routes: Vec::new(),
+        route_duplicates: false,
+    }
+}
+
+fn w(e: impl Into<redb::Error>) -> EngineError {
+    EngineError::store("write", e.into())
+}
+
+fn insert(
+    txn: &redb::WriteTransaction,
+    msg: NewMessage,
+    next_id: &mut u64,
+) -> Result<Inserted, EngineError> {
+    let id = *next_id;
+    let mut meta = msg.meta;
+    let mut duplicate_of = None;
+    if let Some(key) = &msg.dedup_key {
+        let mut dedup = txn.open_table(DEDUP).map_err(w)?;
+        let seen = dedup.get(key.as_str()).map_err(w)?.map(|v| v.value());
+        match seen {
+            Some((first, at)) if meta.received_ms.saturating_sub(at) <= msg.dedup_window_ms => {
+                duplicate_of = Some(first);
+            }
+            _ => {
+                dedup
+                    .insert(key.as_str(), (id, meta.received_ms))
+                    .map_err(w)?;
+            }
+        }
+    }
+    meta.duplicate_of = duplicate_of;
+    let routes = if duplicate_of.is_some() && !msg.route_duplicates {
+        Vec::new()
+    } else {
+        msg.routes
+    };
+    if meta.status != Status::Rejected.as_str() {
+        meta.status = if duplicate_of.is_some() && !msg.route_duplicates {
+            Status::Duplicate
+        } else if routes.is_empty() {
+            Status::Stored
+        } else {
+            Status::Pending
+        }
+        .as_str()
+        .to_string();
+    }
+    txn.open_table(RAW)
+        .map_err(w)?
+        .insert(id, &msg.raw[..])
+        .map_err(w)?;
+    let encoded = serde_json::to_vec(&meta).map_err(|e| EngineError::store("encode", e))?;
+    txn.open_table(META)
+        .map_err(w)?
+        .insert(id, &encoded[..])
+        .map_err(w)?;
+    if !routes.is_empty() {
+        let mut deliveries = txn.open_table(DELIVERY).map_err(w)?;
+        let mut pending = txn.open_table(PENDING).map_err(w)?;
+        let record = serde_json::to_vec(&DeliveryRecord {
+            status: DeliveryStatus::Pending.as_str().into(),
+            attempts: 0,
+            history: Vec::new(),
+        })
+        .map_err(|e| EngineError::store("encode", e))?;
+        for route in &routes {
+            deliveries
+                .insert((id, route.as_str()), &record[..])
+                .map_err(w)?;
+            pending.insert((id, route.as_str()), ()).map_err(w)?;
+        }
+    }
+    *next_id += 1;
+    Ok(Inserted {
+        id: MessageId(id),
+        duplicate_of: duplicate_of.map(MessageId),
+        routes,
+    })
+}
+
+fn push_history(record: &mut DeliveryRecord, attempt: AttemptRecord) {
+    record.history.push(attempt);
+    if record.history.len() > MAX_HISTORY {
+        // Keep the first attempt (when trouble started) and the latest ones.
+        record.history.remove(1);
+    }
+}
+
+fn attempt(
+    txn: &redb::WriteTransaction,
+    id: u64,
+    route: &str,
+    at_ms: u64,
+    detail: String,
+    outcome: Outcome,
+) -> Result<(), EngineError> {
+    let mut deliveries = txn.open_table(DELIVERY).map_err(w)?;
+    let mut record: DeliveryRecord = match deliveries.get((id, route)).map_err(w)? {
+        Some(v) => {
+            serde_json::from_slice(v.value()).map_err(|e| EngineError::store("decode", e))?
+        }
+        None => DeliveryRecord::default(),
+    };
+    record.attempts += 1;
+    push_history(
+        &mut record,
+        AttemptRecord {
+            at_ms,
+            ok: outcome == Outcome::Delivered,
+            detail,
+        },
+    );
+    record.status = match outcome {
+        Outcome::Delivered => DeliveryStatus::Delivered,
+        Outcome::Retry => DeliveryStatus::Pending,
+        Outcome::Dead => DeliveryStatus::Dead,
+    }
+    .as_str()
+    .into();
+    let encoded = serde_json::to_vec(&record).map_err(|e| EngineError::store("encode", e))?;
+    deliveries.insert((id, route), &encoded[..]).map_err(w)?;
+    if outcome != Outcome::Retry {
+        txn.open_table(PENDING)
+            .map_err(w)?
+            .remove((id, route))
+            .map_err(w)?;
+        // The message's status follows its deliveries.
+        let mut any_pending = false;
+        let mut any_dead = false;
+        for entry in deliveries.range((id, "")..(id + 1, "")).map_err(w)? {
+            let (_, v) = entry.map_err(w)?;
+            let r: DeliveryRecord =
+                serde_json::from_slice(v.value()).map_err(|e| EngineError::store("decode", e))?;
+            any_pending |= r.status == DeliveryStatus::Pending.as_str();
+            any_dead |= r.status == DeliveryStatus::Dead.as_str();
+        }
+        let status = if any_pending {
+            Status::Pending
+        } else if any_dead {
+            Status::Dead
+        } else {
+            Status::Delivered
+        };
+        set_status(txn, id, status)?;
+    }
+    Ok(())
+}
+
+fn set_status(txn: &redb::WriteTransaction, id: u64, status: Status) -> Result<(), EngineError> {
+    let mut meta = txn.open_table(META).map_err(w)?;
+    let Some(mut record) = meta
+        .get(id)
+        .map_err(w)?
+        .map(|v| decode_meta(v.value()))
+        .transpose()?
+    else {
+        return Ok(());
+    };
+    record.status = status.as_str().into();
+    let encoded = serde_json::to_vec(&record).map_err(|e| EngineError::store("encode", e))?;
+    meta.insert(id, &encoded[..]).map_err(w)?;
+    Ok(())
+}
+
+fn requeue(
+    txn: &redb::WriteTransaction,
+    id: u64,
+    routes: Vec<String>,
+    at_ms: u64,
+) -> Result<Vec<String>, EngineError> {
+    // A missing message is checked before queueing; an error here would fail the whole batch.
+    if txn
+        .open_table(META)
+        .map_err(w)?
+        .get(id)
+        .map_err(w)?
+        .is_none()
+    {
+        return Ok(Vec::new());
+    }
+    let mut deliveries = txn.open_table(DELIVERY).map_err(w)?;
+    let mut pending = txn.open_table(PENDING).map_err(w)?;
+    for route in &routes {
+        let mut record: DeliveryRecord = match deliveries.get((id, route.as_str())).map_err(w)? {
+            Some(v) => {
+                serde_json::from_slice(v.value()).map_err(|e| EngineError::store("decode", e))?
+            }
+            None => DeliveryRecord::default(),
+        };
+        record.status = DeliveryStatus::Pending.as_str().into();
+        record.attempts = 0;
+        push_history(
+            &mut record,
+            AttemptRecord {
+                at_ms,
+                ok: true,
+                detail: "replay requested".into(),
+            },
+        );
+        let encoded = serde_json::to_vec(&record).map_err(|e| EngineError::store("encode", e))?;
+        deliveries
+            .insert((id, route.as_str()), &encoded[..])
+            .map_err(w)?;
+        pending.insert((id, route.as_str()), ()).map_err(w)?;
+    }
+    drop(deliveries);
+    drop(pending);
+    if !routes.is_empty() {
+        set_status(txn, id, Status::Pending)?;
+    }
+    Ok(routes)
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,201 @@
+use crate::{Harness, downstream, msa, sample, with_control_id};
+use interface::{DeliveryStatus, Status};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+#[tokio::test]
+async fn mllp_route_delivers_and_matches_the_ack_on_msa2() {
+    let (addr, down, _j) = downstream("127.0.0.1:0").await;
+    let h = Harness::start(&format!(
+        "[delivery]\ninitial_backoff_ms = 10\n[[route]]\nname = \"ris\"\ntypes = [\"ADT\"]\nmllp = \"{addr}\"\n"
+    ))
+    .await;
+    let mut c = h.client().await;
+    let adt = with_control_id(&sample("ADT-A01-01.hl7"), "R-ADT-1");
+    let oru = with_control_id(&sample("ORU-R01-01.hl7"), "R-ORU-1");
+    c.send(&adt).await.unwrap();
+    c.send(&oru).await.unwrap();
+    let m = h.wait_status(h.id_of("R-ADT-1"), Status::Delivered).await;
+    assert_eq!(m.deliveries.len(), 1);
+    assert_eq!(m.deliveries[0].route, "ris");
+    assert_eq!(m.deliveries[0].history.last().unwrap().detail, "AA");
+    // The ORU matched no route.
+    assert_eq!(
+        h.engine
+            .get(h.id_of("R-ORU-1"))
+            .unwrap()
+            .unwrap()
+            .summary
+            .status,
+        Status::Stored
+    );
+    assert_eq!(*down.received.lock().unwrap(), vec![adt]);
+}
+
+#[tokio::test]
+async fn failures_are_retried_then_dead_lettered_and_replay_requeues() {
+    let (addr, down, _j) = downstream("127.0.0.1:0").await;
+    down.fail_first.store(2, Ordering::SeqCst);
+    let h = Harness::start(&format!(
+        "[delivery]\nmax_attempts = 3\ninitial_backoff_ms = 10\n[[route]]\nname = \"ris\"\nmllp = \"{addr}\"\n"
+    ))
+    .await;
+    let mut c = h.client().await;
+    c.send(&with_control_id(&sample("ADT-A08-01.hl7"), "RETRY-1"))
+        .await
+        .unwrap();
+    let m = h.wait_status(h.id_of("RETRY-1"), Status::Delivered).await;
+    let d = &m.deliveries[0];
+    assert_eq!(d.attempts, 3);
+    assert_eq!(d.history.iter().filter(|a| !a.ok).count(), 2);
+    assert!(d.history[0].detail.contains("AE"), "{:?}", d.history);
+
+    // An ACK naming another message is a failure too; after max_attempts the delivery is dead.
+    down.wrong_msa2.store(true, Ordering::SeqCst);
+    c.send(&with_control_id(&sample("ADT-A08-01.hl7"), "DEAD-1"))
+        .await
+        .unwrap();
+    let id = h.id_of("DEAD-1");
+    let m = h.wait_status(id, Status::Dead).await;
+    assert_eq!(m.deliveries[0].status, DeliveryStatus::Dead);
+    assert!(
+        m.deliveries[0].history[0].detail.contains("MSA-2"),
+        "{:?}",
+        m.deliveries[0].history
+    );
+    assert_eq!(h.engine.stats().dead, 1);
+
+    // Replay after the receiver is fixed.
+    down.wrong_msa2.store(false, Ordering::SeqCst);
+    assert_eq!(h.engine.replay(id).await.unwrap(), vec!["ris".to_string()]);
+    h.wait_status(id, Status::Delivered).await;
+    assert_eq!(down.received.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn http_route_posts_the_raw_message() {
+    type Posts = Mutex<Vec<(String, Vec<u8>)>>;
+    let got: Arc<Posts> = Arc::default();
+    let sink = got.clone();
+    let app = axum::Router::new().route(
+        "/in",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let sink = sink.clone();
+                async move {
+                    let ct = headers
+                        .get("content-type")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_string();
+                    let mut all = sink.lock().unwrap();
+                    all.push((ct, body.to_vec()));
+                    // The first POST fails: the engine must retry.
+                    if all.len() == 1 {
+                        axum::http::StatusCode::SERVICE_UNAVAILABLE
+                    } else {
+                        axum::http::StatusCode::OK
+                    }
+                }
+            },
+        ),
+    );
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(tcp, app).await.unwrap() });
+    let h = Harness::start(&format!(
+        "[delivery]\ninitial_backoff_ms = 10\n[[route]]\nname = \"web\"\nhttp = \"http://127.0.0.1:{port}/in\"\n"
+    ))
+    .await;
+    let raw = with_control_id(&sample("ORU-R01-01.hl7"), "HTTP-1");
+    let mut c = h.client().await;
+    // This sample asks for enhanced-mode acknowledgements (MSH-15/16).
+    assert_eq!(msa(&c.send(&raw).await.unwrap()).0, "CA");
+    let m = h.wait_status(h.id_of("HTTP-1"), Status::Delivered).await;
+    assert_eq!(m.deliveries[0].attempts, 2);
+    assert!(m.deliveries[0].history[0].detail.contains("503"));
+    let got = got.lock().unwrap();
+    assert_eq!(got[1].0, "x-application/hl7-v2+er7");
+    assert_eq!(got[1].1, raw);
+}
+
+#[tokio::test]
+async fn dir_route_writes_exact_bytes_filtered_by_sender_and_trigger() {
+    let out = tempfile::tempdir().unwrap();
+    let raw = sample("ADT-A01-01.hl7");
+    let sender = hl7v2::Message::parse(&raw)
+        .get("MSH-3-1")
+        .unwrap()
+        .into_owned();
+    let h = Harness::start(&format!(
+        "[[route]]\nname = \"a01\"\ntriggers = [\"A01\"]\nsenders = [{sender:?}]\ndir = {:?}\n",
+        out.path()
+    ))
+    .await;
+    let mut c = h.client().await;
+    c.send(&with_control_id(&raw, "DIR-1")).await.unwrap();
+    let mut other_sender = crate::edit(&raw);
+    other_sender.set("MSH-3", "NOBODY").unwrap();
+    other_sender.set("MSH-10", "DIR-2").unwrap();
+    c.send(&other_sender.encode()).await.unwrap();
+    c.send(&with_control_id(&sample("ADT-A02-01.hl7"), "DIR-3"))
+        .await
+        .unwrap();
+    let id = h.id_of("DIR-1");
+    h.wait_status(id, Status::Delivered).await;
+    let files: Vec<_> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(
+        files[0].file_name().unwrap().to_str().unwrap(),
+        format!("{:012}-DIR-1.hl7", id.0)
+    );
+    assert_eq!(
+        std::fs::read(&files[0]).unwrap(),
+        with_control_id(&raw, "DIR-1")
+    );
+    assert_eq!(
+        h.engine
+            .get(h.id_of("DIR-2"))
+            .unwrap()
+            .unwrap()
+            .summary
+            .status,
+        Status::Stored
+    );
+    assert_eq!(
+        h.engine
+            .get(h.id_of("DIR-3"))
+            .unwrap()
+            .unwrap()
+            .summary
+            .status,
+        Status::Stored
+    );
+}
+
+#[test]
+fn bad_route_configurations_are_clear_errors() {
+    let two = "[[route]]\nname = \"x\"\ndir = \"/a\"\nmllp = \"h:1\"\n";
+    let err = interface::EngineConfig::from_toml(two)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("exactly one"), "{err}");
+    let dup = "[[route]]\nname = \"x\"\ndir = \"/a\"\n[[route]]\nname = \"x\"\ndir = \"/b\"\n";
+    assert!(
+        interface::EngineConfig::from_toml(dup)
+            .unwrap_err()
+            .to_string()
+            .contains("two routes")
+    );
+    let unknown = "[ack]\ntimming = \"on-receipt\"\n";
+    assert!(
+        interface::EngineConfig::from_toml(unknown)
+            .unwrap_err()
+            .to_string()
+            .contains("timming")
+    );
+    let _ = msa;
+}
