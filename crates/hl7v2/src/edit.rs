@@ -72,6 +72,9 @@ pub enum EditError {
     /// A character cannot be represented in the message's character set.
     #[error("the value cannot be written in the message's character set {0:?}")]
     Unencodable(Charset),
+    /// The value contains a delimiter or line break but the message declares no escape character.
+    #[error("the value needs escaping but the message declares no escape character")]
+    NoEscapeCharacter,
     /// A segment index is out of range.
     #[error("no segment at index {0}")]
     NoSuchIndex(usize),
@@ -222,6 +225,12 @@ impl<'a> MessageBuf<'a> {
         let mut path = path.as_path().ok_or(EditError::InvalidPath)?.into_owned();
         path.component.get_or_insert(1);
         path.subcomponent.get_or_insert(1);
+        let needs_escape = text
+            .bytes()
+            .any(|b| self.delims.is_delimiter(b) || b == b'\r' || b == b'\n');
+        if needs_escape && self.delims.escape.is_none() {
+            return Err(EditError::NoEscapeCharacter);
+        }
         let raw = escape::encode(text, &self.delims, self.charset)
             .ok_or(EditError::Unencodable(self.charset))?;
         self.set_raw(&path, &raw)

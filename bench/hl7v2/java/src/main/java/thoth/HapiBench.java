@@ -1,0 +1,67 @@
+package thoth;
+
+import ca.uhn.hl7v2.DefaultHapiContext;
+import ca.uhn.hl7v2.HapiContext;
+import ca.uhn.hl7v2.model.Message;
+import ca.uhn.hl7v2.parser.PipeParser;
+import ca.uhn.hl7v2.util.Terser;
+import ca.uhn.hl7v2.validation.impl.ValidationContextFactory;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+
+/** HAPI v2 2.6: PipeParser parse, and parse + 10 Terser reads; prints engine/message/op/ns lines. */
+public final class HapiBench {
+    private static final String[][] MESSAGES = {
+        {"adt_a01_316B", "adt_a01.hl7"}, {"oru_r01_814B", "oru_r01.hl7"},
+        {"oru_r01_5KB", "oru_5k.hl7"}, {"oru_r01_56KB", "oru_56k.hl7"}};
+    // Terser paths; segment and group repetitions are 0-based in HAPI's Terser.
+    private static final String[] ADT = {"/MSH-9-1", "/MSH-9-2", "/MSH-10", "/MSH-12", "/PID-3-1", "/PID-5-1",
+        "/PID-5-2", "/PID-7", "/PID-8", "/PV1-2"};
+    private static final String[] ORU = {"/MSH-9-2", "/MSH-10", "/.PID-3-1", "/.PID-5-1", "/.OBR-4-1",
+        "/.OBSERVATION(0)/OBX-3-1", "/.OBSERVATION(0)/OBX-5", "/.OBSERVATION(1)/OBX-5",
+        "/.OBSERVATION(7)/OBX-5", "/.OBSERVATION(7)/OBX-8"};
+
+    interface Op { Object run() throws Exception; }
+
+    static double time(long budgetMs, Op op) throws Exception {
+        long n = 0, t0 = System.nanoTime();
+        while (System.nanoTime() - t0 < 300_000_000L) { op.run(); n++; } // JIT warm-up
+        long perRound = Math.max(1, n * budgetMs / 7 / 300);
+        double[] rounds = new double[7];
+        for (int r = 0; r < 7; r++) {
+            long t = System.nanoTime();
+            for (long i = 0; i < perRound; i++) op.run();
+            rounds[r] = (double) (System.nanoTime() - t) / perRound;
+        }
+        Arrays.sort(rounds);
+        return rounds[3];
+    }
+
+    public static void main(String[] args) throws Exception {
+        String dir = args[0];
+        long budget = args.length > 1 ? Long.parseLong(args[1]) : 1400;
+        HapiContext ctx = new DefaultHapiContext();
+        ctx.setValidationContext(ValidationContextFactory.noValidation());
+        PipeParser parser = ctx.getPipeParser();
+        for (String[] m : MESSAGES) {
+            String text = new String(Files.readAllBytes(Path.of(dir, m[1])), StandardCharsets.UTF_8);
+            String[] paths = m[0].startsWith("adt") ? ADT : ORU;
+            Message check = parser.parse(text);
+            Terser ct = new Terser(check);
+            for (String p : paths) {
+                String v = ct.get(p);
+                if (v == null || v.isEmpty()) throw new IllegalStateException(m[0] + " " + p + " is empty");
+            }
+            System.out.printf("hapi-2.6\t%s\tparse\t%.1f%n", m[0], time(budget, () -> parser.parse(text)));
+            System.out.printf("hapi-2.6\t%s\tparse+get10\t%.1f%n", m[0], time(budget, () -> {
+                Terser t = new Terser(parser.parse(text));
+                int len = 0;
+                for (String p : paths) len += t.get(p).length();
+                return len;
+            }));
+        }
+    }
+}

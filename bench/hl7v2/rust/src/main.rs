@@ -1,0 +1,189 @@
+//! Times Thoth's hl7v2, the hl7-parser and rust-hl7 crates and a naive memchr delimiter scan on the same messages.
+//! Prints `engine<TAB>message<TAB>operation<TAB>ns per message` lines for ../run.sh to tabulate.
+//!
+//! Every engine must read the same 10 values as Thoth before it is timed, so no engine is timed doing less work.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+const MESSAGES: [(&str, &str); 4] = [
+    ("adt_a01_316B", "adt_a01.hl7"),
+    ("oru_r01_814B", "oru_r01.hl7"),
+    ("oru_r01_5KB", "oru_5k.hl7"),
+    ("oru_r01_56KB", "oru_56k.hl7"),
+];
+
+/// The 10 values read per message, as (segment, occurrence, field, component) — 1-based like Terser paths.
+fn paths(message: &str) -> [(&'static str, usize, usize, usize); 10] {
+    if message.starts_with("adt") {
+        [
+            ("MSH", 1, 9, 1),
+            ("MSH", 1, 9, 2),
+            ("MSH", 1, 10, 1),
+            ("MSH", 1, 12, 1),
+            ("PID", 1, 3, 1),
+            ("PID", 1, 5, 1),
+            ("PID", 1, 5, 2),
+            ("PID", 1, 7, 1),
+            ("PID", 1, 8, 1),
+            ("PV1", 1, 2, 1),
+        ]
+    } else {
+        [
+            ("MSH", 1, 9, 2),
+            ("MSH", 1, 10, 1),
+            ("PID", 1, 3, 1),
+            ("PID", 1, 5, 1),
+            ("OBR", 1, 4, 1),
+            ("OBX", 1, 3, 1),
+            ("OBX", 1, 5, 1),
+            ("OBX", 2, 5, 1),
+            ("OBX", 8, 5, 1),
+            ("OBX", 8, 8, 1),
+        ]
+    }
+}
+
+/// Median over 7 rounds of the mean time per call, each round running for about `budget_ms / 7`.
+fn time(budget_ms: u64, mut f: impl FnMut() -> usize) -> f64 {
+    let t = Instant::now();
+    let mut n = 0u64;
+    while t.elapsed().as_millis() < 20 {
+        black_box(f());
+        n += 1;
+    }
+    let per_round = (n * budget_ms / 7 / 20).max(1);
+    let mut rounds: Vec<f64> = (0..7)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..per_round {
+                black_box(f());
+            }
+            t.elapsed().as_nanos() as f64 / per_round as f64
+        })
+        .collect();
+    rounds.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    rounds[3]
+}
+
+fn main() {
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "../messages".into());
+    let budget: u64 = std::env::var("BENCH_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1400);
+    for (name, file) in MESSAGES {
+        let bytes = std::fs::read(format!("{dir}/{file}")).expect("message file");
+        let text = std::str::from_utf8(&bytes).unwrap();
+        let p = paths(name);
+        let thoth_paths: Vec<hl7v2::Path> = p
+            .iter()
+            .map(|(s, o, f, c)| hl7v2::Path::parse(&format!("{s}({o})-{f}-{c}")).unwrap())
+            .collect();
+        let expected: Vec<String> = {
+            let m = hl7v2::Message::parse(&bytes);
+            thoth_paths
+                .iter()
+                .map(|q| m.get(q).unwrap().into_owned())
+                .collect()
+        };
+        let report = |engine: &str, op: &str, ns: f64| println!("{engine}\t{name}\t{op}\t{ns:.1}");
+
+        // Floor: find every delimiter once (what any parser must at least do).
+        let floor = || {
+            memchr::memchr3_iter(b'|', b'\r', b'^', black_box(&bytes)).count()
+                + memchr::memchr2_iter(b'~', b'&', black_box(&bytes)).count()
+        };
+        report("memchr-floor", "parse", time(budget, floor));
+
+        // Thoth.
+        report(
+            "thoth",
+            "parse",
+            time(budget, || {
+                hl7v2::Message::parse(black_box(&bytes)).segment_count()
+            }),
+        );
+        report(
+            "thoth",
+            "parse+get10",
+            time(budget, || {
+                let m = hl7v2::Message::parse(black_box(&bytes));
+                thoth_paths
+                    .iter()
+                    .map(|q| m.get(q).map_or(0, |v| v.len()))
+                    .sum()
+            }),
+        );
+
+        // hl7-parser (hamaluik): queries like `OBX[8].5.1`.
+        let hp_queries: Vec<_> = p
+            .iter()
+            .map(|(s, o, f, c)| {
+                hl7_parser::query::parse_location_query(&format!("{s}[{o}].{f}.{c}")).unwrap()
+            })
+            .collect();
+        {
+            let m = hl7_parser::Message::parse(text).expect("hl7-parser parses the message");
+            let got: Vec<String> = hp_queries
+                .iter()
+                .map(|q| m.query(q.clone()).unwrap().raw_value().to_string())
+                .collect();
+            assert_eq!(got, expected, "hl7-parser reads different values");
+        }
+        report(
+            "hl7-parser",
+            "parse",
+            time(budget, || {
+                hl7_parser::Message::parse(black_box(text))
+                    .unwrap()
+                    .segments
+                    .len()
+            }),
+        );
+        report(
+            "hl7-parser",
+            "parse+get10",
+            time(budget, || {
+                let m = hl7_parser::Message::parse(black_box(text)).unwrap();
+                hp_queries
+                    .iter()
+                    .map(|q| m.query(q.clone()).map_or(0, |r| r.raw_value().len()))
+                    .sum()
+            }),
+        );
+
+        // rust-hl7 (wokket): queries like `OBX.F5.R1.C1` address the first segment of a name only, so repeated
+        // segments are found through `segments_by_name`.
+        let rh_get = |m: &rusthl7::Message, (s, o, f, c): (&str, usize, usize, usize)| -> String {
+            let segs = m.segments_by_name(s).unwrap();
+            let seg = segs[o - 1];
+            seg.query(&*format!("F{f}.R1.C{c}")).to_string()
+        };
+        {
+            let m = rusthl7::Message::try_from(text).expect("rust-hl7 parses the message");
+            let got: Vec<String> = p.iter().map(|&q| rh_get(&m, q)).collect();
+            assert_eq!(got, expected, "rust-hl7 reads different values");
+        }
+        report(
+            "rust-hl7",
+            "parse",
+            time(budget, || {
+                rusthl7::Message::try_from(black_box(text))
+                    .unwrap()
+                    .segments
+                    .len()
+            }),
+        );
+        report(
+            "rust-hl7",
+            "parse+get10",
+            time(budget, || {
+                let m = rusthl7::Message::try_from(black_box(text)).unwrap();
+                p.iter().map(|&q| rh_get(&m, q).len()).sum()
+            }),
+        );
+    }
+}
