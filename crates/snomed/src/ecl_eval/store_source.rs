@@ -1,0 +1,148 @@
+//! [`EclSource`] over the memory-mapped [`Store`]: only active, non-stated relationships count.
+
+use crate::consts::STATED_RELATIONSHIP;
+use crate::{ConceptIdx, SctId, Store};
+
+use super::source::{ConceptRow, ConcreteRel, Description, EclSource, Member, Rel};
+
+fn ids(list: &[ConceptIdx]) -> &[u32] {
+    bytemuck::cast_slice(list)
+}
+
+impl EclSource for Store {
+    fn concept_count(&self) -> u32 {
+        Store::concept_count(self)
+    }
+
+    fn concept_index(&self, id: u64) -> Option<u32> {
+        self.index_of(SctId::new_unchecked(id)).map(|i| i.0)
+    }
+
+    fn concept_id(&self, idx: u32) -> u64 {
+        self.id_of(ConceptIdx(idx)).get()
+    }
+
+    fn concept(&self, idx: u32) -> ConceptRow {
+        let c = Store::concept(self, ConceptIdx(idx));
+        ConceptRow {
+            active: c.active,
+            module: c.module.get(),
+            definition_status: c.definition_status.get(),
+            effective: c.effective_time,
+        }
+    }
+
+    fn parents(&self, idx: u32) -> &[u32] {
+        ids(Store::parents(self, ConceptIdx(idx)))
+    }
+
+    fn children(&self, idx: u32) -> &[u32] {
+        ids(Store::children(self, ConceptIdx(idx)))
+    }
+
+    fn ancestors(&self, idx: u32) -> &[u32] {
+        ids(Store::ancestors(self, ConceptIdx(idx)))
+    }
+
+    fn descendants(&self, idx: u32) -> &[u32] {
+        ids(Store::descendants(self, ConceptIdx(idx)))
+    }
+
+    fn relationships(&self, source: u32, f: &mut dyn FnMut(Rel)) {
+        for r in Store::relationships(self, ConceptIdx(source)) {
+            if let (true, Some(t), Some(d)) = (r.is_inferred_active(), r.type_idx, r.destination) {
+                f(Rel {
+                    type_idx: t.0,
+                    other: d.0,
+                    group: r.group,
+                });
+            }
+        }
+    }
+
+    fn inbound(&self, destination: u32, f: &mut dyn FnMut(Rel)) {
+        for r in self.relationships_to(ConceptIdx(destination)) {
+            if let (true, Some(t)) = (r.is_inferred_active(), r.type_idx) {
+                f(Rel {
+                    type_idx: t.0,
+                    other: r.source.0,
+                    group: r.group,
+                });
+            }
+        }
+    }
+
+    fn inbound_of_type(&self, destination: u32, type_idx: u32, f: &mut dyn FnMut(Rel)) {
+        let type_id = self.id_of(ConceptIdx(type_idx));
+        for r in self.relationships_to_of_type(ConceptIdx(destination), type_id) {
+            if r.is_inferred_active() {
+                f(Rel {
+                    type_idx,
+                    other: r.source.0,
+                    group: r.group,
+                });
+            }
+        }
+    }
+
+    fn concrete(&self, source: u32, f: &mut dyn FnMut(ConcreteRel<'_>)) {
+        for c in self.concrete_values(ConceptIdx(source)) {
+            if c.active
+                && c.characteristic != STATED_RELATIONSHIP
+                && let Some(t) = self.index_of(c.type_id)
+            {
+                f(ConcreteRel {
+                    type_idx: t.0,
+                    group: c.group,
+                    value: c.raw,
+                });
+            }
+        }
+    }
+
+    fn descriptions(&self, concept: u32, f: &mut dyn FnMut(&Description<'_>)) {
+        let mut accept = Vec::new();
+        for d in Store::descriptions(self, ConceptIdx(concept)) {
+            accept.clear();
+            accept.extend(
+                self.acceptability(d.idx)
+                    .map(|a| (a.refset.get(), a.preferred)),
+            );
+            let l = d.language.as_bytes();
+            let lang = [
+                l.first().map_or(b' ', u8::to_ascii_lowercase),
+                l.get(1).map_or(b' ', u8::to_ascii_lowercase),
+            ];
+            f(&Description {
+                id: d.id.get(),
+                active: d.active,
+                module: d.module.get(),
+                effective: d.effective_time,
+                type_id: d.type_id.get(),
+                lang,
+                term: d.term,
+                acceptability: &accept,
+            });
+        }
+    }
+
+    fn members(&self, refset: u64, f: &mut dyn FnMut(&Member<'_>)) {
+        let refset = SctId::new_unchecked(refset);
+        let names = self
+            .refset_fields(refset)
+            .map(|r| r.names)
+            .unwrap_or_default();
+        let mut fields = Vec::with_capacity(names.len());
+        for m in self.refset_members(refset) {
+            fields.clear();
+            fields.extend(names.iter().copied().zip(m.fields()));
+            f(&Member {
+                referenced: m.referenced_component,
+                active: m.active,
+                module: m.module.get(),
+                effective: m.effective_time,
+                fields: &fields,
+            });
+        }
+    }
+}
