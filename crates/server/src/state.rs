@@ -32,6 +32,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// When the server started.
     pub started: Instant,
+    /// The SNOMED CT store (`<data>/snomed/`), when a release has been imported.
+    pub snomed: Option<Arc<snomed::Store>>,
 }
 
 impl AppState {
@@ -41,6 +43,7 @@ impl AppState {
             info: Arc::new(info),
             metrics: Arc::new(Metrics::default()),
             started: Instant::now(),
+            snomed: None,
         }
     }
 }

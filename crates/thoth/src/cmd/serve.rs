@@ -14,11 +14,13 @@ pub struct Args {
 pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     let data_dir = global.data_dir()?;
     tracing::info!(data = %data_dir.display(), "starting Thoth {}", env!("CARGO_PKG_VERSION"));
+    let snomed = crate::cmd::snomed::open_store(&data_dir);
     let info = server::ServerInfo {
         data_dir: Some(data_dir),
         ..Default::default()
     };
     let state = server::AppState::new(info);
+    let state = server::AppState { snomed, ..state };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
         server::serve(args.http, state, shutdown_signal()).await?;

@@ -1,0 +1,967 @@
+//! The read side: a memory-mapped, immutable store and its typed accessors.
+
+use crate::error::OpenError;
+use crate::format::*;
+use crate::id::{ConceptIdx, SctId};
+use crate::{consts, search};
+use bytemuck::Pod;
+use memmap2::Mmap;
+use roaring::RoaringBitmap;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+pub(crate) const CURRENT_FILE: &str = "CURRENT";
+pub(crate) const STORE_FILE: &str = "store.bin";
+pub(crate) const MANIFEST_FILE: &str = "manifest.json";
+pub(crate) const SEARCH_DIR: &str = "search";
+
+/// What a store holds: format version, the releases imported and counts. Written as `manifest.json`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Manifest {
+    /// The store format version ([`crate::FORMAT_VERSION`] when written).
+    pub format_version: u32,
+    /// The packages imported, in layering order.
+    pub releases: Vec<String>,
+    /// Concept count per module id.
+    pub modules: BTreeMap<String, u64>,
+    /// Concepts (active and inactive), after layering.
+    pub concepts: u64,
+    /// Active concepts.
+    pub active_concepts: u64,
+    /// Descriptions and text definitions.
+    pub descriptions: u64,
+    /// Active descriptions and text definitions.
+    pub active_descriptions: u64,
+    /// Relationships (inferred, stated, additional).
+    pub relationships: u64,
+    /// Active relationships.
+    pub active_relationships: u64,
+    /// Relationships with concrete values.
+    pub concrete_values: u64,
+    /// Language refset members, active and inactive.
+    pub language_members: u64,
+    /// Members of all other refsets.
+    pub refset_members: u64,
+    /// Members per refset (other than language refsets).
+    pub refsets: BTreeMap<String, u64>,
+    /// Rows of the IS-A transitive closure (concept, proper ancestor).
+    pub is_a_closure_rows: u64,
+    /// Descriptions dropped because their concept is not in any package.
+    pub dropped_descriptions: u64,
+    /// Relationships dropped because their source concept is not in any package.
+    pub dropped_relationships: u64,
+    /// True when the hierarchy came from stated relationships (the release had no inferred IS-A).
+    pub hierarchy_from_stated: bool,
+    /// Concept ids with a wrong Verhoeff check digit or partition (kept; the API refuses them as malformed).
+    pub invalid_concept_ids: u64,
+}
+
+/// A concept's own attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Concept {
+    /// Its identifier.
+    pub id: SctId,
+    /// Its dense index in this store.
+    pub idx: ConceptIdx,
+    /// Whether it is active.
+    pub active: bool,
+    /// The module that owns its latest row.
+    pub module: SctId,
+    /// Primitive or defined.
+    pub definition_status: SctId,
+    /// Effective time as `YYYYMMDD`.
+    pub effective_time: u32,
+}
+
+/// The dense index of a description in a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DescriptionIdx(pub u32);
+
+/// What kind of description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DescriptionKind {
+    /// Fully specified name.
+    Fsn,
+    /// Synonym.
+    Synonym,
+    /// Text definition.
+    Definition,
+    /// Another description type.
+    Other,
+}
+
+/// A description (or text definition), borrowing its term from the store.
+#[derive(Debug, Clone, Copy)]
+pub struct Description<'a> {
+    /// Its dense index.
+    pub idx: DescriptionIdx,
+    /// Its identifier.
+    pub id: SctId,
+    /// The concept it describes.
+    pub concept: ConceptIdx,
+    /// The concept's identifier.
+    pub concept_id: SctId,
+    /// Whether it is active.
+    pub active: bool,
+    /// Its module.
+    pub module: SctId,
+    /// FSN, synonym, definition (from `type_id`).
+    pub kind: DescriptionKind,
+    /// The description type id.
+    pub type_id: SctId,
+    /// Case significance id.
+    pub case_significance: SctId,
+    /// Two-letter language code.
+    pub language: &'a str,
+    /// The term.
+    pub term: &'a str,
+    /// Effective time as `YYYYMMDD`.
+    pub effective_time: u32,
+}
+
+/// A description's acceptability in one language refset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Acceptability {
+    /// The language refset.
+    pub refset: SctId,
+    /// Preferred (true) or acceptable (false).
+    pub preferred: bool,
+}
+
+/// A relationship, by source or by destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Relationship {
+    /// Its identifier.
+    pub id: SctId,
+    /// Whether it is active.
+    pub active: bool,
+    /// Its module.
+    pub module: SctId,
+    /// Effective time as `YYYYMMDD`.
+    pub effective_time: u32,
+    /// The source concept.
+    pub source: ConceptIdx,
+    /// The attribute type.
+    pub type_id: SctId,
+    /// The type's index, when the type concept is in the store.
+    pub type_idx: Option<ConceptIdx>,
+    /// The destination (target) concept id.
+    pub destination_id: SctId,
+    /// The destination's index, when it is in the store.
+    pub destination: Option<ConceptIdx>,
+    /// The relationship group (0 = ungrouped).
+    pub group: u32,
+    /// Inferred, stated or additional.
+    pub characteristic: SctId,
+    /// Existential or universal.
+    pub modifier: SctId,
+}
+
+impl Relationship {
+    /// True for active inferred or additional relationships (the ones ECL and the hierarchy use).
+    pub fn is_inferred_active(&self) -> bool {
+        self.active && self.characteristic != consts::STATED_RELATIONSHIP
+    }
+}
+
+/// A relationship to a concrete value (`#5`, `#0.5`, `"text"` as in RF2).
+#[derive(Debug, Clone, Copy)]
+pub struct ConcreteValue<'a> {
+    /// Its identifier.
+    pub id: SctId,
+    /// Whether it is active.
+    pub active: bool,
+    /// Its module.
+    pub module: SctId,
+    /// Effective time as `YYYYMMDD`.
+    pub effective_time: u32,
+    /// The source concept.
+    pub source: ConceptIdx,
+    /// The attribute type.
+    pub type_id: SctId,
+    /// The relationship group.
+    pub group: u32,
+    /// Inferred or stated.
+    pub characteristic: SctId,
+    /// The value as written in RF2: `#` then a number, or a quoted string.
+    pub raw: &'a str,
+}
+
+/// A concrete value, parsed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value<'a> {
+    /// An integer (`#5`).
+    Integer(i64),
+    /// A decimal (`#0.5`).
+    Decimal(f64),
+    /// A string (`"text"`, quotes removed).
+    String(&'a str),
+}
+
+impl<'a> ConcreteValue<'a> {
+    /// The parsed value; a number that does not parse is returned as a string.
+    pub fn value(&self) -> Value<'a> {
+        if let Some(num) = self.raw.strip_prefix('#') {
+            if let Ok(i) = num.parse::<i64>() {
+                return Value::Integer(i);
+            }
+            if let Ok(f) = num.parse::<f64>() {
+                return Value::Decimal(f);
+            }
+            return Value::String(num);
+        }
+        Value::String(
+            self.raw
+                .strip_prefix('"')
+                .and_then(|s| s.strip_suffix('"'))
+                .unwrap_or(self.raw),
+        )
+    }
+}
+
+/// A reference set member (any refset but a language refset), borrowing its fields from the store.
+#[derive(Debug, Clone, Copy)]
+pub struct RefsetMember<'a> {
+    /// Its UUID.
+    pub uuid: [u8; 16],
+    /// Whether it is active.
+    pub active: bool,
+    /// Its module.
+    pub module: SctId,
+    /// Effective time as `YYYYMMDD`.
+    pub effective_time: u32,
+    /// The refset.
+    pub refset: SctId,
+    /// The referenced component (a concept, description or relationship id).
+    pub referenced_component: u64,
+    /// Additional fields, tab-separated, in the order of [`RefsetFields::names`].
+    pub raw_fields: &'a str,
+}
+
+impl<'a> RefsetMember<'a> {
+    /// The additional field values, in order.
+    pub fn fields(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let raw = self.raw_fields;
+        raw.split('\t').filter(move |_| !raw.is_empty())
+    }
+
+    /// The value of the additional field at `index`.
+    pub fn field(&self, index: usize) -> Option<&'a str> {
+        self.fields().nth(index)
+    }
+
+    /// The UUID as text.
+    pub fn uuid_string(&self) -> String {
+        crate::rf2::format_uuid(&self.uuid)
+    }
+}
+
+/// The additional fields of a refset: names (from the release file's header) and RF2 types.
+#[derive(Debug, Clone)]
+pub struct RefsetFields<'a> {
+    /// One letter per field: `c` component id, `i` integer, `s` string.
+    pub pattern: &'a str,
+    /// Field names, e.g. `mapGroup`, `mapTarget`, `targetComponentId`.
+    pub names: Vec<&'a str>,
+}
+
+/// An open, read-only SNOMED CT store. Cheap to share between threads (`Arc<Store>`); several processes may open
+/// the same files, the operating system shares their pages.
+pub struct Store {
+    dir: PathBuf,
+    mmap: Mmap,
+    sections: [(usize, usize); 32],
+    manifest: Manifest,
+    index: search::SearchIndex,
+    historical_refsets: Vec<u64>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("dir", &self.dir)
+            .field("concepts", &self.manifest.concepts)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens the current store under `root` (a directory written by [`crate::import`], holding `CURRENT`), or a
+    /// store directory itself.
+    pub fn open(root: &Path) -> Result<Store, OpenError> {
+        let dir = match std::fs::read_to_string(root.join(CURRENT_FILE)) {
+            Ok(name) => root.join(name.trim()),
+            Err(_) if root.join(STORE_FILE).exists() => root.to_path_buf(),
+            Err(_) => return Err(OpenError::Missing(root.to_path_buf())),
+        };
+        let path = dir.join(STORE_FILE);
+        let io = |e| OpenError::Io {
+            path: path.clone(),
+            source: e,
+        };
+        let file = File::open(&path).map_err(io)?;
+        // SAFETY: the store is immutable once written (imports write a new directory and never modify an
+        // existing one), so the mapped bytes do not change under us.
+        let mmap = unsafe { Mmap::map(&file) }.map_err(io)?;
+        let corrupt = |m: &str| OpenError::Corrupt {
+            path: path.clone(),
+            message: m.to_string(),
+        };
+        if cfg!(target_endian = "big") {
+            return Err(corrupt(
+                "stores are little-endian; this machine is big-endian",
+            ));
+        }
+        let header_len = size_of::<Header>();
+        if mmap.len() < header_len {
+            return Err(corrupt("shorter than its header"));
+        }
+        let header: Header = bytemuck::pod_read_unaligned(&mmap[..header_len]);
+        if header.magic != MAGIC {
+            return Err(corrupt("not a Thoth SNOMED CT store (bad magic)"));
+        }
+        if header.version != FORMAT_VERSION {
+            return Err(OpenError::IncompatibleFormat {
+                path: path.clone(),
+                found: header.version,
+                expected: FORMAT_VERSION,
+            });
+        }
+        if header.file_len != mmap.len() as u64 {
+            return Err(corrupt("truncated"));
+        }
+        let table_len = header.section_count as usize * size_of::<SectionEntry>();
+        let table_bytes = mmap
+            .get(header_len..header_len + table_len)
+            .ok_or_else(|| corrupt("section table out of bounds"))?;
+        let mut sections = [(0usize, 0usize); 32];
+        for i in 0..header.section_count as usize {
+            let e: SectionEntry = bytemuck::pod_read_unaligned(
+                &table_bytes[i * size_of::<SectionEntry>()..(i + 1) * size_of::<SectionEntry>()],
+            );
+            let end = e
+                .offset
+                .checked_add(e.len)
+                .ok_or_else(|| corrupt("section overflow"))?;
+            if end > mmap.len() as u64
+                || !e.offset.is_multiple_of(8)
+                || (e.elem_size > 0 && !e.len.is_multiple_of(e.elem_size as u64))
+            {
+                return Err(corrupt("section out of bounds"));
+            }
+            if (e.id as usize) < sections.len() {
+                sections[e.id as usize] = (e.offset as usize, e.len as usize);
+            }
+        }
+        for s in ALL_SECTIONS {
+            if sections[s as usize] == (0, 0) {
+                // An empty section still has an entry with a non-zero offset.
+                return Err(corrupt(&format!("missing section {s:?}")));
+            }
+        }
+        let manifest_path = dir.join(MANIFEST_FILE);
+        let manifest_text = std::fs::read(&manifest_path).map_err(|e| OpenError::Io {
+            path: manifest_path.clone(),
+            source: e,
+        })?;
+        let manifest: Manifest =
+            serde_json::from_slice(&manifest_text).map_err(|e| OpenError::Corrupt {
+                path: manifest_path.clone(),
+                message: e.to_string(),
+            })?;
+        let index = search::SearchIndex::open(&dir.join(SEARCH_DIR))?;
+        let mut store = Store {
+            dir,
+            mmap,
+            sections,
+            manifest,
+            index,
+            historical_refsets: Vec::new(),
+        };
+        store.validate().map_err(|m| corrupt(&m))?;
+        store.historical_refsets = store.find_historical_refsets();
+        Ok(store)
+    }
+
+    /// Checks that the CSR arrays agree with their tables, so that accessors cannot index out of bounds.
+    fn validate(&self) -> Result<(), String> {
+        let n = self.concepts().len();
+        let check = |name: &str, off: &[u32], rows: usize, len: usize| {
+            if off.len() != rows + 1 || off.last().copied().unwrap_or(0) as usize != len {
+                return Err(format!("{name} offsets disagree with their table"));
+            }
+            if off.windows(2).any(|w| w[0] > w[1]) {
+                return Err(format!("{name} offsets are not monotonic"));
+            }
+            Ok(())
+        };
+        check(
+            "parents",
+            self.sec(Section::ParentsOff),
+            n,
+            self.sec::<u32>(Section::Parents).len(),
+        )?;
+        check(
+            "children",
+            self.sec(Section::ChildrenOff),
+            n,
+            self.sec::<u32>(Section::Children).len(),
+        )?;
+        check(
+            "ancestors",
+            self.sec(Section::AncestorsOff),
+            n,
+            self.sec::<u32>(Section::Ancestors).len(),
+        )?;
+        check(
+            "descendants",
+            self.sec(Section::DescendantsOff),
+            n,
+            self.sec::<u32>(Section::Descendants).len(),
+        )?;
+        check(
+            "relationships",
+            self.sec(Section::RelBySourceOff),
+            n,
+            self.rels().len(),
+        )?;
+        check(
+            "relationships by destination",
+            self.sec(Section::RelByDestOff),
+            n,
+            self.sec::<u32>(Section::RelByDest).len(),
+        )?;
+        check(
+            "descriptions",
+            self.sec(Section::DescByConceptOff),
+            n,
+            self.descs().len(),
+        )?;
+        check(
+            "language",
+            self.sec(Section::LangOff),
+            self.descs().len(),
+            self.sec::<LangRec>(Section::Lang).len(),
+        )?;
+        check(
+            "concrete",
+            self.sec(Section::ConcreteOff),
+            n,
+            self.sec::<ConcreteRec>(Section::Concrete).len(),
+        )?;
+        // Records themselves are not scanned here: that would page the whole file in and defeat the lazy
+        // memory map. Accessors index with bounds checks, so a damaged record panics instead of reading wild.
+        Ok(())
+    }
+
+    fn sec<T: Pod>(&self, s: Section) -> &[T] {
+        let (off, len) = self.sections[s as usize];
+        bytemuck::cast_slice(&self.mmap[off..off + len])
+    }
+
+    fn concepts(&self) -> &[ConceptRec] {
+        self.sec(Section::Concepts)
+    }
+    fn rels(&self) -> &[RelRec] {
+        self.sec(Section::Relationships)
+    }
+    fn descs(&self) -> &[DescRec] {
+        self.sec(Section::Descriptions)
+    }
+    fn members(&self) -> &[MemberRec] {
+        self.sec(Section::Members)
+    }
+
+    fn heap_str(&self, off: u32, len: u32) -> &str {
+        let bytes = &self.sec::<u8>(Section::Strings)[off as usize..off as usize + len as usize];
+        // Written from &str at import; a damaged byte shows as an empty string rather than a panic.
+        std::str::from_utf8(bytes).unwrap_or("")
+    }
+
+    fn csr(&self, off: Section, data: Section, i: u32) -> &[ConceptIdx] {
+        let off: &[u32] = self.sec(off);
+        let data: &[ConceptIdx] = self.sec(data);
+        &data[off[i as usize] as usize..off[i as usize + 1] as usize]
+    }
+
+    /// The directory of this store.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The manifest: format version, releases, counts.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Number of concepts (dense indexes are `0..concept_count()`).
+    pub fn concept_count(&self) -> u32 {
+        self.concepts().len() as u32
+    }
+
+    /// The dense index of a concept id, if the store has it.
+    pub fn index_of(&self, id: SctId) -> Option<ConceptIdx> {
+        self.concepts()
+            .binary_search_by_key(&id.get(), |c| c.id)
+            .ok()
+            .map(|i| ConceptIdx(i as u32))
+    }
+
+    /// The id of a dense index. Panics if `idx` is not from this store.
+    pub fn id_of(&self, idx: ConceptIdx) -> SctId {
+        SctId::new_unchecked(self.concepts()[idx.0 as usize].id)
+    }
+
+    /// A concept's attributes.
+    pub fn concept(&self, idx: ConceptIdx) -> Concept {
+        let c = &self.concepts()[idx.0 as usize];
+        Concept {
+            id: SctId::new_unchecked(c.id),
+            idx,
+            active: c.active == 1,
+            module: SctId::new_unchecked(c.module),
+            definition_status: SctId::new_unchecked(c.definition_status),
+            effective_time: c.effective,
+        }
+    }
+
+    /// A concept by id.
+    pub fn concept_by_id(&self, id: SctId) -> Option<Concept> {
+        self.index_of(id).map(|i| self.concept(i))
+    }
+
+    /// Whether the concept is active.
+    pub fn is_active(&self, idx: ConceptIdx) -> bool {
+        self.concepts()[idx.0 as usize].active == 1
+    }
+
+    /// Direct IS-A parents (active inferred relationships), sorted.
+    pub fn parents(&self, idx: ConceptIdx) -> &[ConceptIdx] {
+        self.csr(Section::ParentsOff, Section::Parents, idx.0)
+    }
+
+    /// Direct IS-A children, sorted.
+    pub fn children(&self, idx: ConceptIdx) -> &[ConceptIdx] {
+        self.csr(Section::ChildrenOff, Section::Children, idx.0)
+    }
+
+    /// All proper ancestors (transitive IS-A, excluding the concept itself), sorted.
+    pub fn ancestors(&self, idx: ConceptIdx) -> &[ConceptIdx] {
+        self.csr(Section::AncestorsOff, Section::Ancestors, idx.0)
+    }
+
+    /// All proper descendants (excluding the concept itself), sorted.
+    pub fn descendants(&self, idx: ConceptIdx) -> &[ConceptIdx] {
+        self.csr(Section::DescendantsOff, Section::Descendants, idx.0)
+    }
+
+    /// True when `concept` is `ancestor` or one of its descendants (`concept << ancestor`).
+    pub fn is_a(&self, concept: ConceptIdx, ancestor: ConceptIdx) -> bool {
+        concept == ancestor || self.ancestors(concept).binary_search(&ancestor).is_ok()
+    }
+
+    /// [`Store::is_a`] by ids; `None` when either is not in the store.
+    pub fn subsumed_by(&self, concept: SctId, ancestor: SctId) -> Option<bool> {
+        Some(self.is_a(self.index_of(concept)?, self.index_of(ancestor)?))
+    }
+
+    /// Ancestors as a bitmap, optionally with the concept itself (`>` / `>>` in ECL).
+    pub fn ancestors_bitmap(&self, idx: ConceptIdx, include_self: bool) -> RoaringBitmap {
+        let mut b = bitmap_of(self.ancestors(idx));
+        if include_self {
+            b.insert(idx.0);
+        }
+        b
+    }
+
+    /// Descendants as a bitmap, optionally with the concept itself (`<` / `<<` in ECL).
+    pub fn descendants_bitmap(&self, idx: ConceptIdx, include_self: bool) -> RoaringBitmap {
+        let mut b = bitmap_of(self.descendants(idx));
+        if include_self {
+            b.insert(idx.0);
+        }
+        b
+    }
+
+    /// Every concept (`*` in ECL includes inactive ones only if asked; this is all of them).
+    pub fn all_concepts(&self) -> RoaringBitmap {
+        RoaringBitmap::from_sorted_iter(0..self.concept_count()).unwrap_or_default()
+    }
+
+    /// Every active concept.
+    pub fn active_concepts(&self) -> RoaringBitmap {
+        RoaringBitmap::from_sorted_iter(
+            self.concepts()
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.active == 1)
+                .map(|(i, _)| i as u32),
+        )
+        .unwrap_or_default()
+    }
+
+    /// Relationships whose source is `idx` (all characteristic types, active and inactive), sorted by
+    /// (group, type, destination).
+    pub fn relationships(&self, idx: ConceptIdx) -> impl Iterator<Item = Relationship> + '_ {
+        let off: &[u32] = self.sec(Section::RelBySourceOff);
+        let rels = &self.rels()[off[idx.0 as usize] as usize..off[idx.0 as usize + 1] as usize];
+        rels.iter().map(rel)
+    }
+
+    /// Relationships whose destination is `idx`, sorted by (type, source).
+    pub fn relationships_to(&self, idx: ConceptIdx) -> impl Iterator<Item = Relationship> + '_ {
+        let off: &[u32] = self.sec(Section::RelByDestOff);
+        let ids: &[u32] = self.sec(Section::RelByDest);
+        let rels = self.rels();
+        ids[off[idx.0 as usize] as usize..off[idx.0 as usize + 1] as usize]
+            .iter()
+            .map(move |&i| rel(&rels[i as usize]))
+    }
+
+    /// Relationships of type `type_id` whose destination is `idx` (a binary search in [`Store::relationships_to`]).
+    pub fn relationships_to_of_type(
+        &self,
+        idx: ConceptIdx,
+        type_id: SctId,
+    ) -> impl Iterator<Item = Relationship> + '_ {
+        let off: &[u32] = self.sec(Section::RelByDestOff);
+        let ids: &[u32] = self.sec(Section::RelByDest);
+        let rels = self.rels();
+        let slice = &ids[off[idx.0 as usize] as usize..off[idx.0 as usize + 1] as usize];
+        let start = slice.partition_point(|&i| rels[i as usize].type_id < type_id.get());
+        let end = slice.partition_point(|&i| rels[i as usize].type_id <= type_id.get());
+        slice[start..end]
+            .iter()
+            .map(move |&i| rel(&rels[i as usize]))
+    }
+
+    /// Relationships with concrete values whose source is `idx`.
+    pub fn concrete_values(&self, idx: ConceptIdx) -> impl Iterator<Item = ConcreteValue<'_>> + '_ {
+        let off: &[u32] = self.sec(Section::ConcreteOff);
+        let rows: &[ConcreteRec] = self.sec(Section::Concrete);
+        rows[off[idx.0 as usize] as usize..off[idx.0 as usize + 1] as usize]
+            .iter()
+            .map(move |r| ConcreteValue {
+                id: SctId::new_unchecked(r.id),
+                active: r.active == 1,
+                module: SctId::new_unchecked(r.module),
+                effective_time: r.effective,
+                source: ConceptIdx(r.source),
+                type_id: SctId::new_unchecked(r.type_id),
+                group: r.group,
+                characteristic: SctId::new_unchecked(r.characteristic),
+                raw: self.heap_str(r.value_off, r.value_len),
+            })
+    }
+
+    /// Number of descriptions (dense description indexes are `0..description_count()`).
+    pub fn description_count(&self) -> u32 {
+        self.descs().len() as u32
+    }
+
+    /// A description by dense index.
+    pub fn description(&self, idx: DescriptionIdx) -> Description<'_> {
+        let d = &self.descs()[idx.0 as usize];
+        Description {
+            idx,
+            id: SctId::new_unchecked(d.id),
+            concept: ConceptIdx(d.concept),
+            concept_id: SctId::new_unchecked(self.concepts()[d.concept as usize].id),
+            active: d.active == 1,
+            module: SctId::new_unchecked(d.module),
+            kind: match d.kind {
+                0 => DescriptionKind::Fsn,
+                1 => DescriptionKind::Synonym,
+                2 => DescriptionKind::Definition,
+                _ => DescriptionKind::Other,
+            },
+            type_id: SctId::new_unchecked(d.type_id),
+            case_significance: SctId::new_unchecked(d.case_significance),
+            language: std::str::from_utf8(&d.lang).unwrap_or("").trim_end(),
+            term: self.heap_str(d.term_off, d.term_len),
+            effective_time: d.effective,
+        }
+    }
+
+    /// A description by id.
+    pub fn description_by_id(&self, id: SctId) -> Option<Description<'_>> {
+        let by_id: &[u32] = self.sec(Section::DescById);
+        let descs = self.descs();
+        by_id
+            .binary_search_by_key(&id.get(), |&i| descs[i as usize].id)
+            .ok()
+            .map(|p| self.description(DescriptionIdx(by_id[p])))
+    }
+
+    /// All descriptions and text definitions of a concept: FSNs first, then synonyms, then definitions.
+    pub fn descriptions(&self, idx: ConceptIdx) -> impl Iterator<Item = Description<'_>> + '_ {
+        let off: &[u32] = self.sec(Section::DescByConceptOff);
+        (off[idx.0 as usize]..off[idx.0 as usize + 1])
+            .map(move |i| self.description(DescriptionIdx(i)))
+    }
+
+    /// A description's active language refset memberships.
+    pub fn acceptability(&self, idx: DescriptionIdx) -> impl Iterator<Item = Acceptability> + '_ {
+        let off: &[u32] = self.sec(Section::LangOff);
+        let rows: &[LangRec] = self.sec(Section::Lang);
+        let refsets: &[LangRefsetRec] = self.sec(Section::LangRefsets);
+        rows[off[idx.0 as usize] as usize..off[idx.0 as usize + 1] as usize]
+            .iter()
+            .map(move |l| Acceptability {
+                refset: SctId::new_unchecked(refsets[l.refset_slot as usize].refset),
+                preferred: l.acceptability == 1,
+            })
+    }
+
+    /// The language refsets installed, each with the language code of its descriptions.
+    pub fn language_refsets(&self) -> Vec<(SctId, String)> {
+        self.sec::<LangRefsetRec>(Section::LangRefsets)
+            .iter()
+            .map(|r| {
+                (
+                    SctId::new_unchecked(r.refset),
+                    String::from_utf8_lossy(&r.lang).trim_end().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// The preferred description of the given kind for the first of `refsets` that has one.
+    fn preferred_of_kind(
+        &self,
+        idx: ConceptIdx,
+        kind: DescriptionKind,
+        refsets: &[SctId],
+    ) -> Option<Description<'_>> {
+        let slots: &[LangRefsetRec] = self.sec(Section::LangRefsets);
+        let lang_off: &[u32] = self.sec(Section::LangOff);
+        let lang: &[LangRec] = self.sec(Section::Lang);
+        for refset in refsets {
+            let Some(slot) = slots.iter().position(|s| s.refset == refset.get()) else {
+                continue;
+            };
+            let found = self.descriptions(idx).find(|d| {
+                d.active
+                    && d.kind == kind
+                    && lang[lang_off[d.idx.0 as usize] as usize
+                        ..lang_off[d.idx.0 as usize + 1] as usize]
+                        .iter()
+                        .any(|l| l.refset_slot as usize == slot && l.acceptability == 1)
+            });
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
+
+    /// The preferred synonym (preferred term) for the first of `refsets` (language refsets, in order of
+    /// preference) that has one; falls back to any active synonym, then to the FSN.
+    pub fn preferred_synonym(&self, idx: ConceptIdx, refsets: &[SctId]) -> Option<Description<'_>> {
+        self.preferred_of_kind(idx, DescriptionKind::Synonym, refsets)
+            .or_else(|| {
+                self.preferred_of_kind(idx, DescriptionKind::Synonym, &self.default_refsets())
+            })
+            .or_else(|| {
+                self.descriptions(idx)
+                    .find(|d| d.active && d.kind == DescriptionKind::Synonym)
+            })
+            .or_else(|| self.descriptions(idx).find(|d| d.active))
+    }
+
+    /// The preferred fully specified name for the first of `refsets`; falls back to any active FSN.
+    pub fn fully_specified_name(
+        &self,
+        idx: ConceptIdx,
+        refsets: &[SctId],
+    ) -> Option<Description<'_>> {
+        self.preferred_of_kind(idx, DescriptionKind::Fsn, refsets)
+            .or_else(|| {
+                self.descriptions(idx)
+                    .find(|d| d.active && d.kind == DescriptionKind::Fsn)
+            })
+    }
+
+    /// Installed language refsets in the default order: en-US, en-GB, then the others.
+    pub fn default_refsets(&self) -> Vec<SctId> {
+        let mut v: Vec<SctId> = self
+            .language_refsets()
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect();
+        v.sort_by_key(|r| match *r {
+            consts::US_ENGLISH => (0, r.get()),
+            consts::GB_ENGLISH => (1, r.get()),
+            _ => (2, r.get()),
+        });
+        v
+    }
+
+    fn member(&self, m: &MemberRec) -> RefsetMember<'_> {
+        RefsetMember {
+            uuid: m.uuid,
+            active: m.active == 1,
+            module: SctId::new_unchecked(m.module),
+            effective_time: m.effective,
+            refset: SctId::new_unchecked(m.refset),
+            referenced_component: m.referenced,
+            raw_fields: self.heap_str(m.fields_off, m.fields_len),
+        }
+    }
+
+    fn refset_info(&self, refset: SctId) -> Option<&RefsetInfoRec> {
+        let infos: &[RefsetInfoRec] = self.sec(Section::RefsetInfo);
+        infos
+            .binary_search_by_key(&refset.get(), |r| r.refset)
+            .ok()
+            .map(|i| &infos[i])
+    }
+
+    /// The refsets with members in this store (other than language refsets), ascending.
+    pub fn refsets(&self) -> impl Iterator<Item = SctId> + '_ {
+        self.sec::<RefsetInfoRec>(Section::RefsetInfo)
+            .iter()
+            .map(|r| SctId::new_unchecked(r.refset))
+    }
+
+    /// The names and types of a refset's additional fields.
+    pub fn refset_fields(&self, refset: SctId) -> Option<RefsetFields<'_>> {
+        let info = self.refset_info(refset)?;
+        let desc = self.heap_str(info.desc_off, info.desc_len);
+        let mut parts = desc.split('\t');
+        let pattern = parts.next().unwrap_or("");
+        Some(RefsetFields {
+            pattern,
+            names: parts.collect(),
+        })
+    }
+
+    /// All members of a refset (active and inactive), sorted by referenced component.
+    pub fn refset_members(&self, refset: SctId) -> impl Iterator<Item = RefsetMember<'_>> + '_ {
+        let range = self
+            .refset_info(refset)
+            .map(|i| i.first as usize..(i.first + i.count) as usize)
+            .unwrap_or(0..0);
+        self.members()[range].iter().map(|m| self.member(m))
+    }
+
+    /// Members of `refset` whose referenced component is `component` (binary search).
+    pub fn refset_members_for(
+        &self,
+        refset: SctId,
+        component: u64,
+    ) -> impl Iterator<Item = RefsetMember<'_>> + '_ {
+        let range = self
+            .refset_info(refset)
+            .map(|i| i.first as usize..(i.first + i.count) as usize)
+            .unwrap_or(0..0);
+        let slice = &self.members()[range];
+        let start = slice.partition_point(|m| m.referenced < component);
+        let end = slice.partition_point(|m| m.referenced <= component);
+        slice[start..end].iter().map(|m| self.member(m))
+    }
+
+    /// Every member (of any refset but language refsets) that references `component`, sorted by refset.
+    pub fn members_of_component(
+        &self,
+        component: u64,
+    ) -> impl Iterator<Item = RefsetMember<'_>> + '_ {
+        let by: &[u32] = self.sec(Section::MembersByComponent);
+        let members = self.members();
+        let start = by.partition_point(|&i| members[i as usize].referenced < component);
+        let end = by.partition_point(|&i| members[i as usize].referenced <= component);
+        by[start..end]
+            .iter()
+            .map(move |&i| self.member(&members[i as usize]))
+    }
+
+    /// The concepts referenced by active members of `refset` (`^ refset` in ECL).
+    pub fn refset_concepts(&self, refset: SctId) -> RoaringBitmap {
+        let mut b = RoaringBitmap::new();
+        let concepts = self.concepts();
+        let mut last = None;
+        for m in self.refset_members(refset) {
+            if m.active && last != Some(m.referenced_component) {
+                last = Some(m.referenced_component);
+                if let Ok(i) = concepts.binary_search_by_key(&m.referenced_component, |c| c.id) {
+                    b.insert(i as u32);
+                }
+            }
+        }
+        b
+    }
+
+    /// The active refsets a concept belongs to (other than language refsets), ascending.
+    pub fn refsets_of_concept(&self, id: SctId) -> Vec<SctId> {
+        let mut v: Vec<SctId> = self
+            .members_of_component(id.get())
+            .filter(|m| m.active)
+            .map(|m| m.refset)
+            .collect();
+        v.dedup();
+        v
+    }
+
+    /// The historical association refsets installed (descendants of |Historical association| or known by id).
+    pub fn historical_refsets(&self) -> impl Iterator<Item = SctId> + '_ {
+        self.historical_refsets
+            .iter()
+            .map(|&r| SctId::new_unchecked(r))
+    }
+
+    fn find_historical_refsets(&self) -> Vec<u64> {
+        let parent = self.index_of(consts::HISTORICAL_ASSOCIATION);
+        self.refsets()
+            .filter(|r| {
+                consts::HISTORICAL_ASSOCIATIONS.contains(r)
+                    || match (parent, self.index_of(*r)) {
+                        (Some(p), Some(i)) => i != p && self.is_a(i, p),
+                        _ => false,
+                    }
+            })
+            .map(|r| r.get())
+            .collect()
+    }
+
+    /// Active historical association members whose referenced component is `id` (what replaced it), by refset.
+    pub fn historical_associations(&self, id: SctId) -> Vec<RefsetMember<'_>> {
+        self.members_of_component(id.get())
+            .filter(|m| m.active && self.historical_refsets.contains(&m.refset.get()))
+            .collect()
+    }
+
+    /// The text search index.
+    pub fn search_index(&self) -> &search::SearchIndex {
+        &self.index
+    }
+}
+
+fn rel(r: &RelRec) -> Relationship {
+    let opt = |i: u32| (i != u32::MAX).then_some(ConceptIdx(i));
+    Relationship {
+        id: SctId::new_unchecked(r.id),
+        active: r.active == 1,
+        module: SctId::new_unchecked(r.module),
+        effective_time: r.effective,
+        source: ConceptIdx(r.source),
+        type_id: SctId::new_unchecked(r.type_id),
+        type_idx: opt(r.type_idx),
+        destination_id: SctId::new_unchecked(r.dest_id),
+        destination: opt(r.dest),
+        group: r.group,
+        characteristic: SctId::new_unchecked(r.characteristic),
+        modifier: SctId::new_unchecked(r.modifier),
+    }
+}
+
+fn bitmap_of(s: &[ConceptIdx]) -> RoaringBitmap {
+    RoaringBitmap::from_sorted_iter(s.iter().map(|c| c.0)).unwrap_or_default()
+}
+
+/// Formats an effective time `YYYYMMDD` as an ISO date `YYYY-MM-DD`.
+pub fn format_date(t: u32) -> String {
+    format!("{:04}-{:02}-{:02}", t / 10000, t / 100 % 100, t % 100)
+}
