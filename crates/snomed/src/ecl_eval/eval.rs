@@ -254,7 +254,7 @@ impl<S: EclSource + ?Sized> Ctx<'_, S> {
                 }
                 match fields {
                     None => {
-                        if let Some(idx) = src.concept_index(m.referenced) {
+                        if let Some(idx) = m.referenced_idx {
                             out.insert(idx);
                         }
                     }
@@ -278,7 +278,7 @@ impl<S: EclSource + ?Sized> Ctx<'_, S> {
                             && names
                                 .iter()
                                 .any(|n| n.eq_ignore_ascii_case("referencedComponentId"))
-                            && let Some(idx) = src.concept_index(m.referenced)
+                            && let Some(idx) = m.referenced_idx
                         {
                             out.insert(idx);
                         }

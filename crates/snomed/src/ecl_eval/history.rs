@@ -63,7 +63,7 @@ impl<S: EclSource + ?Sized> Ctx<'_, S> {
                     .and_then(|(_, v)| v.parse().ok())
                     .and_then(|id| src.concept_index(id));
                 if target.is_some_and(|t| set.contains(t))
-                    && let Some(idx) = src.concept_index(m.referenced)
+                    && let Some(idx) = m.referenced_idx
                 {
                     out.insert(idx);
                 }

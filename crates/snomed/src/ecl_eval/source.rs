@@ -65,6 +65,8 @@ pub struct Description<'a> {
 pub struct Member<'a> {
     /// referencedComponentId.
     pub referenced: u64,
+    /// The dense index of the referenced component when it is a concept of the release.
+    pub referenced_idx: Option<u32>,
     /// Whether the member is active.
     pub active: bool,
     /// Module id.

@@ -9,6 +9,39 @@ fn ids(list: &[ConceptIdx]) -> &[u32] {
     bytemuck::cast_slice(list)
 }
 
+impl Store {
+    /// The dense index of `id`, searching forward from `cursor` (members come sorted by referenced component,
+    /// so consecutive lookups are a few probes near the last hit instead of a binary search over every concept).
+    fn index_from(&self, cursor: &mut u32, id: u64) -> Option<u32> {
+        let n = Store::concept_count(self);
+        let id_at = |i: u32| self.id_of(ConceptIdx(i)).get();
+        if *cursor >= n || id_at(*cursor) > id {
+            let found = self.index_of(SctId::new_unchecked(id)).map(|i| i.0);
+            if let Some(i) = found {
+                *cursor = i;
+            }
+            return found;
+        }
+        // Gallop: id_at(lo) <= id; find hi with id_at(hi) > id (or n).
+        let mut lo = *cursor;
+        let mut step = 1;
+        let mut hi = lo + 1;
+        while hi < n && id_at(hi) <= id {
+            lo = hi;
+            step *= 2;
+            hi = lo.saturating_add(step).min(n);
+        }
+        // Binary search in (lo, hi): the last index with id_at <= id.
+        let (mut a, mut b) = (lo, hi);
+        while b - a > 1 {
+            let mid = a + (b - a) / 2;
+            if id_at(mid) <= id { a = mid } else { b = mid }
+        }
+        *cursor = a;
+        (id_at(a) == id).then_some(a)
+    }
+}
+
 impl EclSource for Store {
     fn concept_count(&self) -> u32 {
         Store::concept_count(self)
@@ -133,11 +166,13 @@ impl EclSource for Store {
             .map(|r| r.names)
             .unwrap_or_default();
         let mut fields = Vec::with_capacity(names.len());
+        let mut cursor = 0;
         for m in self.refset_members(refset) {
             fields.clear();
             fields.extend(names.iter().copied().zip(m.fields()));
             f(&Member {
                 referenced: m.referenced_component,
+                referenced_idx: self.index_from(&mut cursor, m.referenced_component),
                 active: m.active,
                 module: m.module.get(),
                 effective: m.effective_time,

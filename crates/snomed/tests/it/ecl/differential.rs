@@ -300,7 +300,7 @@ fn bitmap_evaluator_agrees_with_naive_walks() {
             in_group: false,
         };
         let _ = g.attribute_root;
-        for _ in 0..400 {
+        for _ in 0..300 {
             let text = exprs.expr(2);
             let tree =
                 ecl::parse(&text).unwrap_or_else(|e| panic!("generated invalid ECL {text}: {e}"));

@@ -18,11 +18,27 @@ pub struct Naive<'r> {
     all: HashSet<u64>,
     /// Active inferred relationships, is-a included: (source, type, destination, group).
     rels: Vec<(u64, u64, u64, u32)>,
+    parents: HashMap<u64, Vec<u64>>,
+    children: HashMap<u64, Vec<u64>>,
 }
 
 impl<'r> Naive<'r> {
     pub fn new(release: &'r Release) -> Self {
+        let rels: Vec<(u64, u64, u64, u32)> = release
+            .relationships
+            .iter()
+            .filter(|r| r.active && !r.stated)
+            .map(|r| (r.source, r.type_id, r.dest, r.group))
+            .collect();
+        let mut parents: HashMap<u64, Vec<u64>> = HashMap::new();
+        let mut children: HashMap<u64, Vec<u64>> = HashMap::new();
+        for r in rels.iter().filter(|r| r.1 == IS_A) {
+            parents.entry(r.0).or_default().push(r.2);
+            children.entry(r.2).or_default().push(r.0);
+        }
         Naive {
+            parents,
+            children,
             release,
             active: release
                 .concepts
@@ -31,29 +47,16 @@ impl<'r> Naive<'r> {
                 .map(|c| c.id)
                 .collect(),
             all: release.concepts.iter().map(|c| c.id).collect(),
-            rels: release
-                .relationships
-                .iter()
-                .filter(|r| r.active && !r.stated)
-                .map(|r| (r.source, r.type_id, r.dest, r.group))
-                .collect(),
+            rels,
         }
     }
 
     fn parents(&self, c: u64) -> Vec<u64> {
-        self.rels
-            .iter()
-            .filter(|r| r.0 == c && r.1 == IS_A)
-            .map(|r| r.2)
-            .collect()
+        self.parents.get(&c).cloned().unwrap_or_default()
     }
 
     fn children(&self, c: u64) -> Vec<u64> {
-        self.rels
-            .iter()
-            .filter(|r| r.2 == c && r.1 == IS_A)
-            .map(|r| r.0)
-            .collect()
+        self.children.get(&c).cloned().unwrap_or_default()
     }
 
     fn walk(&self, start: &Set, up: bool) -> Set {
