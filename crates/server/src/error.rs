@@ -50,6 +50,9 @@ pub enum ApiError {
     /// Our fault (500); logged with its detail.
     #[error("{0}")]
     Internal(String),
+    /// A terminology operation could not answer; its issues carry tx-issue-type codes.
+    #[error("{0}")]
+    Terminology(#[from] terminology::TxError),
 }
 
 impl ApiError {
@@ -61,11 +64,25 @@ impl ApiError {
             ApiError::NotSupported(_) => (StatusCode::BAD_REQUEST, IssueType::NotSupported),
             ApiError::TooCostly(_) => (StatusCode::UNPROCESSABLE_ENTITY, IssueType::TooCostly),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, IssueType::Exception),
+            ApiError::Terminology(e) => match e.kind {
+                terminology::ErrorKind::NotFound => (StatusCode::NOT_FOUND, IssueType::NotFound),
+                terminology::ErrorKind::TooCostly => {
+                    (StatusCode::UNPROCESSABLE_ENTITY, IssueType::TooCostly)
+                }
+                terminology::ErrorKind::NotSupported => {
+                    (StatusCode::BAD_REQUEST, IssueType::NotSupported)
+                }
+                _ => (StatusCode::BAD_REQUEST, IssueType::Invalid),
+            },
         }
     }
 
     /// The FHIR OperationOutcome that describes this error.
     pub fn operation_outcome(&self) -> serde_json::Value {
+        if let ApiError::Terminology(e) = self {
+            // Terminology issues keep their own codes and tx-issue-type details.
+            return e.operation_outcome();
+        }
         let (_, issue) = self.classify();
         json!({
             "resourceType": "OperationOutcome",

@@ -1,30 +1,107 @@
-//! `/fhir/metadata`: the CapabilityStatement.
+//! `/fhir/metadata`: the CapabilityStatement, and with `?mode=terminology` the TerminologyCapabilities.
 //!
 //! It lists only what this server really does; each pillar adds its resources and operations here when they work.
 
 use crate::state::AppState;
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use serde_json::json;
+use serde_json::{Value, json};
+use std::collections::HashMap;
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new().route("/metadata", get(metadata))
 }
 
-async fn metadata(State(state): State<AppState>) -> impl IntoResponse {
-    let body = json!({
-        "resourceType": "CapabilityStatement",
-        "status": "active",
-        "date": "2026-11-22",
-        "kind": "instance",
-        "software": { "name": "Thoth", "version": state.info.version },
-        "implementation": { "description": "Thoth health interoperability server" },
-        "fhirVersion": "4.0.1",
-        "format": ["application/fhir+json"],
-        "rest": [{ "mode": "server", "resource": [] }]
-    });
+/// The operations of the terminology service, as (resource type, operation name).
+const TERMINOLOGY_OPERATIONS: &[(&str, &[&str])] = &[
+    ("CodeSystem", &["lookup", "validate-code", "subsumes"]),
+    (
+        "ValueSet",
+        &["expand", "validate-code", "batch-validate-code"],
+    ),
+    ("ConceptMap", &["translate"]),
+];
+
+fn terminology_resources() -> Vec<Value> {
+    TERMINOLOGY_OPERATIONS
+        .iter()
+        .map(|(ty, ops)| {
+            let search: Vec<Value> = ["url", "version", "name", "title", "status"]
+                .iter()
+                .map(|p| json!({"name": p, "type": if *p == "url" { "uri" } else { "string" }}))
+                .collect();
+            let operations: Vec<Value> = ops
+                .iter()
+                .map(|op| {
+                    json!({
+                        "name": op,
+                        "definition": format!("http://hl7.org/fhir/OperationDefinition/{ty}-{op}"),
+                    })
+                })
+                .collect();
+            json!({
+                "type": ty,
+                "interaction": [{"code": "read"}, {"code": "search-type"}],
+                "searchParam": search,
+                "operation": operations,
+            })
+        })
+        .collect()
+}
+
+async fn metadata(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+) -> impl IntoResponse {
+    let version = state.info.version.clone();
+    let body = match (query.get("mode").map(String::as_str), &state.terminology) {
+        (Some("terminology"), Some(tx)) => tx.capabilities(&version),
+        _ => {
+            let resources = if state.terminology.is_some() {
+                terminology_resources()
+            } else {
+                Vec::new()
+            };
+            let mut rest = json!({ "mode": "server", "resource": resources });
+            if state.terminology.is_some() {
+                rest["operation"] = json!([{
+                    "name": "versions",
+                    "definition": "http://hl7.org/fhir/OperationDefinition/CapabilityStatement-versions",
+                }]);
+            }
+            json!({
+                "resourceType": "CapabilityStatement",
+                "extension": [{
+                    "url": "http://hl7.org/fhir/uv/application-feature/StructureDefinition/feature",
+                    "extension": [
+                        {"url": "definition", "valueCanonical": "http://hl7.org/fhir/uv/tx-tests/FeatureDefinition/test-version"},
+                        {"url": "value", "valueCode": "1.7.8"},
+                    ],
+                }, {
+                    "url": "http://hl7.org/fhir/uv/application-feature/StructureDefinition/feature",
+                    "extension": [
+                        {"url": "definition", "valueCanonical": "http://hl7.org/fhir/uv/tx-ecosystem/FeatureDefinition/CodeSystemAsParameter"},
+                        {"url": "value", "valueBoolean": true},
+                    ],
+                }],
+                "url": "http://thoth.local/fhir/CapabilityStatement/thoth",
+                "version": version,
+                "name": "ThothCapabilityStatement",
+                "title": "Thoth FHIR server",
+                "status": "active",
+                "date": "2026-11-22",
+                "kind": "instance",
+                "instantiates": ["http://hl7.org/fhir/CapabilityStatement/terminology-server"],
+                "software": { "name": "Thoth", "version": version, "releaseDate": "2026-11-22" },
+                "implementation": { "description": "Thoth health interoperability server" },
+                "fhirVersion": "4.0.1",
+                "format": ["application/fhir+json"],
+                "rest": [rest]
+            })
+        }
+    };
     (
         [("content-type", "application/fhir+json")],
         body.to_string(),

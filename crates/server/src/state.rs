@@ -32,6 +32,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// When the server started.
     pub started: Instant,
+    /// The terminology service (FHIR CodeSystem/ValueSet/ConceptMap operations), when content is loaded.
+    pub terminology: Option<Arc<terminology::Terminology>>,
     /// The SNOMED CT store (`<data>/snomed/`), when a release has been imported.
     pub snomed: Option<Arc<snomed::Store>>,
 }
@@ -43,7 +45,14 @@ impl AppState {
             info: Arc::new(info),
             metrics: Arc::new(Metrics::default()),
             started: Instant::now(),
+            terminology: None,
             snomed: None,
         }
+    }
+
+    /// This state with the terminology service `tx`.
+    pub fn with_terminology(mut self, tx: Arc<terminology::Terminology>) -> Self {
+        self.terminology = Some(tx);
+        self
     }
 }

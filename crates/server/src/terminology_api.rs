@@ -1,8 +1,184 @@
-//! /fhir: the FHIR terminology operations and resource search.
+//! /fhir: the FHIR terminology operations (`$expand`, `$validate-code`, `$lookup`, `$subsumes`, `$translate`,
+//! `$batch-validate-code`), search and read of CodeSystem, ValueSet and ConceptMap, and `$versions`.
+//!
+//! GET query strings and POSTed `Parameters` become the same [`terminology::Params`]; the facade answers in
+//! FHIR JSON.
 
+use crate::error::ApiError;
 use crate::state::AppState;
 use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use terminology::{Kind, Operation, Params, Terminology};
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
+        .route("/$versions", get(versions).post(versions))
+        .route("/{type}", get(search))
+        .route("/{type}/{id}", get(type_level).post(type_level))
+        .route(
+            "/{type}/{id}/{op}",
+            get(instance_level).post(instance_level),
+        )
+}
+
+fn fhir_json(v: &Value) -> Response {
+    ([("content-type", "application/fhir+json")], v.to_string()).into_response()
+}
+
+fn service(state: &AppState) -> Result<Arc<Terminology>, ApiError> {
+    state
+        .terminology
+        .clone()
+        .ok_or_else(|| ApiError::NotSupported("terminology content is not loaded".into()))
+}
+
+fn kind(name: &str) -> Result<Kind, ApiError> {
+    Kind::from_name(name).ok_or_else(|| ApiError::NotFound(format!("no resource type {name} here")))
+}
+
+fn operation(kind: Kind, op: &str) -> Option<Operation> {
+    Some(match (kind, op) {
+        (Kind::ValueSet, "$expand") => Operation::Expand,
+        (Kind::ValueSet, "$validate-code") => Operation::ValidateVs,
+        (Kind::ValueSet, "$batch-validate-code") => Operation::BatchValidate,
+        (Kind::CodeSystem, "$validate-code") => Operation::ValidateCs,
+        (Kind::CodeSystem, "$lookup") => Operation::Lookup,
+        (Kind::CodeSystem, "$subsumes") => Operation::Subsumes,
+        (Kind::ConceptMap, "$translate") => Operation::Translate,
+        _ => return None,
+    })
+}
+
+/// Reads the operation's parameters from the query string and, for POST, the body.
+fn read_params(
+    method: &Method,
+    query: &[(String, String)],
+    body: &Bytes,
+) -> Result<Params, ApiError> {
+    let query: Vec<(String, String)> = query
+        .iter()
+        .filter(|(k, _)| !k.starts_with('_'))
+        .cloned()
+        .collect();
+    let mut params = Params::from_query(&query);
+    if method == Method::POST && !body.is_empty() {
+        let v: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::BadRequest(format!("the body is not JSON: {e}")))?;
+        match v["resourceType"].as_str() {
+            Some("Parameters") => {
+                for e in Params::from_json(&v).entries() {
+                    params.push(e.clone());
+                }
+            }
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "expected a Parameters resource, got {other}"
+                )));
+            }
+            None => {
+                return Err(ApiError::BadRequest(
+                    "the body is not a FHIR resource".into(),
+                ));
+            }
+        }
+    }
+    Ok(params)
+}
+
+fn accept_language(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("accept-language")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+async fn run(
+    state: AppState,
+    op: Operation,
+    params: Params,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let tx = service(&state)?;
+    let lang = accept_language(headers);
+    // Expansions of large code systems are CPU work; keep them off the async workers.
+    let result = tokio::task::spawn_blocking(move || tx.run(op, &params, lang.as_deref()))
+        .await
+        .map_err(|e| ApiError::Internal(format!("terminology task failed: {e}")))?;
+    Ok(fhir_json(&result?))
+}
+
+async fn type_level(
+    State(state): State<AppState>,
+    method: Method,
+    Path((ty, id)): Path<(String, String)>,
+    Query(query): Query<Vec<(String, String)>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let kind = kind(&ty)?;
+    if id.starts_with('$') {
+        let op = operation(kind, &id)
+            .ok_or_else(|| ApiError::NotFound(format!("no operation {id} on {ty}")))?;
+        let params = read_params(&method, &query, &body)?;
+        return run(state, op, params, &headers).await;
+    }
+    if method != Method::GET {
+        return Err(ApiError::NotSupported(format!("{method} on {ty}/{id}")));
+    }
+    let tx = service(&state)?;
+    match tx.read(kind, &id) {
+        Some(r) => Ok(fhir_json(&r)),
+        None => Err(ApiError::NotFound(format!("{ty}/{id} is not known"))),
+    }
+}
+
+async fn instance_level(
+    State(state): State<AppState>,
+    method: Method,
+    Path((ty, id, op)): Path<(String, String, String)>,
+    Query(query): Query<Vec<(String, String)>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let kind = kind(&ty)?;
+    let operation = operation(kind, &op)
+        .ok_or_else(|| ApiError::NotFound(format!("no operation {op} on {ty}")))?;
+    let tx = service(&state)?;
+    let resource = tx
+        .read(kind, &id)
+        .ok_or_else(|| ApiError::NotFound(format!("{ty}/{id} is not known")))?;
+    let mut params = read_params(&method, &query, &body)?;
+    let param = match kind {
+        Kind::ValueSet => "valueSet",
+        Kind::CodeSystem => "codeSystem",
+        _ => "conceptMap",
+    };
+    params.push(json!({"name": param, "resource": resource}));
+    run(state, operation, params, &headers).await
+}
+
+async fn search(
+    State(state): State<AppState>,
+    Path(ty): Path<String>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Result<Response, ApiError> {
+    let kind = kind(&ty)?;
+    let tx = service(&state)?;
+    Ok(fhir_json(&tx.search(kind, &query, "/fhir")))
+}
+
+async fn versions() -> Response {
+    fhir_json(&json!({
+        "resourceType": "Parameters",
+        "parameter": [
+            {"name": "version", "valueString": "4.0.1"},
+            {"name": "default", "valueString": "4.0.1"},
+        ]
+    }))
 }

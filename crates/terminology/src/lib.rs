@@ -1,1 +1,46 @@
 //! Code systems, value sets and concept maps: lookup, validate, subsume, expand, translate.
+//!
+//! [`Terminology`] is the facade: it holds a [`Registry`] of FHIR CodeSystem, ValueSet and ConceptMap
+//! resources (from FHIR packages, LOINC, ICD-10-CM, or supplied with a request as `tx-resource`) and answers
+//! the FHIR terminology operations. Inputs are FHIR `Parameters` ([`Params`]); answers are FHIR JSON, and
+//! failures are [`TxError`]s whose issues carry the tx-issue-type codes of the HL7 conformance tests.
+//!
+//! ```
+//! use terminology::{Config, Operation, Params, Registry, Terminology};
+//! use serde_json::json;
+//!
+//! let mut registry = Registry::new();
+//! registry.add(json!({
+//!     "resourceType": "CodeSystem", "url": "http://example.org/cs", "version": "1",
+//!     "content": "complete", "concept": [{"code": "a", "display": "Alpha"}]
+//! }));
+//! let tx = Terminology::new(registry, Config::default());
+//! let params = Params::from_json(&json!({"resourceType": "Parameters", "parameter": [
+//!     {"name": "url", "valueUri": "http://example.org/cs"},
+//!     {"name": "code", "valueCode": "a"}
+//! ]}));
+//! let answer = tx.run(Operation::ValidateCs, &params, None).unwrap();
+//! assert_eq!(answer["parameter"].as_array().unwrap().last().unwrap()["valueBoolean"], true);
+//! ```
+
+mod codesystem;
+mod context;
+mod error;
+mod expand;
+mod expansion;
+mod filter;
+mod lookup;
+mod package;
+mod params;
+mod registry;
+mod service;
+mod time;
+mod translate;
+mod validate;
+
+pub use codesystem::{CodeSystem, Concept, Content};
+pub use error::{ErrorKind, Issue, LoadError, Severity, TX_ISSUE_TYPE, TxError, operation_outcome};
+pub use package::{LoadStats, load_data_dir, load_package};
+pub use params::Params;
+pub use registry::{Kind, Registry};
+pub use service::{Config, Operation, Terminology};

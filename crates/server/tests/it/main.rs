@@ -5,6 +5,8 @@ use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
+mod terminology;
+
 async fn get(app: axum::Router, uri: &str) -> (StatusCode, String, String) {
     let response = app
         .oneshot(Request::get(uri).body(Body::empty()).unwrap())

@@ -9,17 +9,26 @@ pub struct Args {
     /// Address of the HTTP API.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     http: SocketAddr,
+    /// Terminology: the largest ValueSet expansion returned without paging.
+    #[arg(
+        long,
+        default_value_t = 1000,
+        value_name = "CODES",
+        env = "THOTH_TX_MAX_EXPANSION"
+    )]
+    tx_max_expansion: usize,
 }
 
 pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     let data_dir = global.data_dir()?;
     tracing::info!(data = %data_dir.display(), "starting Thoth {}", env!("CARGO_PKG_VERSION"));
     let snomed = crate::cmd::snomed::open_store(&data_dir);
+    let terminology = crate::cmd::terminology::load_service(&data_dir, args.tx_max_expansion);
     let info = server::ServerInfo {
         data_dir: Some(data_dir),
         ..Default::default()
     };
-    let state = server::AppState::new(info);
+    let state = server::AppState::new(info).with_terminology(terminology);
     let state = server::AppState { snomed, ..state };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {

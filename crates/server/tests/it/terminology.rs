@@ -1,0 +1,131 @@
+//! The FHIR terminology API over HTTP: operations with tx-resources posted as Parameters, search, read,
+//! and OperationOutcomes with tx-issue-type codes.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tower::ServiceExt;
+
+fn app() -> axum::Router {
+    let mut registry = terminology::Registry::new();
+    registry.add(json!({
+        "resourceType": "CodeSystem", "id": "colours", "url": "http://example.org/colours",
+        "version": "1", "name": "Colours", "status": "active", "content": "complete",
+        "concept": [{"code": "red", "display": "Red", "concept": [{"code": "dark-red", "display": "Dark red"}]},
+                    {"code": "blue", "display": "Blue"}]
+    }));
+    registry.add(json!({
+        "resourceType": "ValueSet", "id": "reds", "url": "http://example.org/reds", "version": "1",
+        "name": "Reds", "status": "active",
+        "compose": {"include": [{"system": "http://example.org/colours",
+                                 "filter": [{"property": "concept", "op": "is-a", "value": "red"}]}]}
+    }));
+    let tx = terminology::Terminology::new(registry, terminology::Config::default());
+    let state = server::AppState::new(server::ServerInfo::default()).with_terminology(Arc::new(tx));
+    server::router(state)
+}
+
+async fn call(req: Request<Body>) -> (StatusCode, Value) {
+    let response = app().oneshot(req).await.unwrap();
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+fn param<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["parameter"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {v}"))
+}
+
+#[tokio::test]
+async fn expand_by_get() {
+    let (status, vs) = call(
+        Request::get("/fhir/ValueSet/$expand?url=http://example.org/reds&excludeNested=true")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{vs}");
+    assert_eq!(vs["expansion"]["total"], 2);
+    assert_eq!(vs["expansion"]["contains"][1]["code"], "dark-red");
+}
+
+#[tokio::test]
+async fn validate_code_by_post_with_a_tx_resource() {
+    let body = json!({"resourceType": "Parameters", "parameter": [
+        {"name": "url", "valueUri": "http://example.org/blues"},
+        {"name": "code", "valueCode": "red"},
+        {"name": "system", "valueUri": "http://example.org/colours"},
+        {"name": "tx-resource", "resource": {
+            "resourceType": "ValueSet", "url": "http://example.org/blues", "status": "active",
+            "compose": {"include": [{"system": "http://example.org/colours", "concept": [{"code": "blue"}]}]}
+        }}
+    ]});
+    let (status, out) = call(
+        Request::post("/fhir/ValueSet/$validate-code")
+            .header("content-type", "application/fhir+json")
+            .body(Body::from(body.to_string()))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{out}");
+    assert_eq!(param(&out, "result")["valueBoolean"], false);
+    let issue = &param(&out, "issues")["resource"]["issue"][0];
+    assert_eq!(issue["details"]["coding"][0]["code"], "not-in-vs");
+}
+
+#[tokio::test]
+async fn unknown_value_set_is_a_404_with_tx_issue_type() {
+    let (status, oo) = call(
+        Request::get("/fhir/ValueSet/$expand?url=http://example.org/nope")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(oo["resourceType"], "OperationOutcome");
+    assert_eq!(
+        oo["issue"][0]["details"]["coding"][0]["system"],
+        "http://hl7.org/fhir/tools/CodeSystem/tx-issue-type"
+    );
+}
+
+#[tokio::test]
+async fn search_and_read() {
+    let (status, bundle) = call(
+        Request::get("/fhir/CodeSystem?url=http://example.org/colours&_elements=url,version")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(bundle["total"], 1);
+    assert!(bundle["entry"][0]["resource"].get("concept").is_none());
+    let (status, cs) = call(
+        Request::get("/fhir/CodeSystem/colours")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(cs["name"], "Colours");
+}
+
+#[tokio::test]
+async fn terminology_capabilities() {
+    let (status, tc) = call(
+        Request::get("/fhir/metadata?mode=terminology")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(tc["resourceType"], "TerminologyCapabilities");
+    assert_eq!(tc["codeSystem"][0]["uri"], "http://example.org/colours");
+}

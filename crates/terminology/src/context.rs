@@ -1,0 +1,317 @@
+//! The scope of one request: the server's registry, the resources the request brought along (`tx-resource`),
+//! and the options that steer versions, languages and limits.
+
+use crate::codesystem::{CodeSystem, Concept, Content};
+use crate::error::{ErrorKind, Issue, Severity, TxError};
+use crate::params::Params;
+use crate::registry::{Registry, pick, version_matches};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Options of an operation, read from its parameters.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `activeOnly`.
+    pub active_only: Option<bool>,
+    /// `filter` text.
+    pub filter: Option<String>,
+    /// `count`.
+    pub count: Option<usize>,
+    /// `offset`.
+    pub offset: Option<usize>,
+    /// `includeDesignations`.
+    pub include_designations: bool,
+    /// `displayLanguage`, else the request's Accept-Language.
+    pub display_language: Option<String>,
+    /// `excludeNested`.
+    pub exclude_nested: Option<bool>,
+    /// `property`.
+    pub properties: Vec<String>,
+    /// `system-version`: default versions per system (`url|version`).
+    pub default_versions: Vec<(String, String)>,
+    /// `check-system-version`.
+    pub check_versions: Vec<(String, String)>,
+    /// `force-system-version`.
+    pub force_versions: Vec<(String, String)>,
+    /// `default-valueset-version`.
+    pub default_vs_versions: Vec<(String, String)>,
+    /// `useSupplement`.
+    pub use_supplements: Vec<String>,
+}
+
+fn pairs(params: &Params, name: &str) -> Vec<(String, String)> {
+    params
+        .strs(name)
+        .into_iter()
+        .map(|s| match s.split_once('|') {
+            Some((u, v)) => (u.to_string(), v.to_string()),
+            None => (s, String::new()),
+        })
+        .collect()
+}
+
+impl Options {
+    /// Reads the options from `params`; `accept_language` is the HTTP header, used when `displayLanguage`
+    /// is absent.
+    pub fn from_params(params: &Params, accept_language: Option<&str>) -> Options {
+        Options {
+            active_only: params.bool("activeOnly"),
+            filter: params.str("filter").filter(|s| !s.is_empty()),
+            count: params.int("count").map(|n| n.max(0) as usize),
+            offset: params.int("offset").map(|n| n.max(0) as usize),
+            include_designations: params.bool("includeDesignations").unwrap_or(false),
+            display_language: params
+                .str("displayLanguage")
+                .or_else(|| accept_language.map(str::to_string)),
+            exclude_nested: params.bool("excludeNested"),
+            properties: params.strs("property"),
+            default_versions: pairs(params, "system-version"),
+            check_versions: pairs(params, "check-system-version"),
+            force_versions: pairs(params, "force-system-version"),
+            default_vs_versions: pairs(params, "default-valueset-version"),
+            use_supplements: params.strs("useSupplement"),
+        }
+    }
+}
+
+/// A request's view of the resources: its own `tx-resource`s first, then the server's registry.
+pub struct Ctx<'a> {
+    /// The server's content.
+    pub base: &'a Registry,
+    /// The request's own resources.
+    pub overlay: Registry,
+    /// The request's options.
+    pub opts: Options,
+    /// The largest expansion we produce.
+    pub max_expansion: usize,
+}
+
+impl<'a> Ctx<'a> {
+    /// All versions of code system `url` visible to this request.
+    pub fn cs_versions(&self, url: &str) -> Vec<Arc<CodeSystem>> {
+        let mut out: Vec<Arc<CodeSystem>> = self.overlay.code_system_versions(url).to_vec();
+        for c in self.base.code_system_versions(url) {
+            if !out.iter().any(|o| o.version == c.version) {
+                out.push(c.clone());
+            }
+        }
+        out
+    }
+
+    /// The code system `url` in `version` (a pattern) or the newest, without version rules.
+    pub fn find_cs(&self, url: &str, version: Option<&str>) -> Option<Arc<CodeSystem>> {
+        let all = self.cs_versions(url);
+        let all: Vec<_> = all
+            .into_iter()
+            .filter(|c| c.content != Content::Supplement)
+            .collect();
+        pick(&all, version, |c| c.version.as_deref()).cloned()
+    }
+
+    /// A supplement with canonical `url` (and version).
+    pub fn find_supplement(&self, url: &str) -> Option<Arc<CodeSystem>> {
+        let (u, v) = split_canonical(url);
+        let all = self.cs_versions(u);
+        pick(&all, v, |c| c.version.as_deref())
+            .filter(|c| c.content == Content::Supplement)
+            .cloned()
+    }
+
+    /// The value set `url` (optionally `|version`), or None.
+    pub fn find_vs(&self, canonical: &str) -> Option<Arc<Value>> {
+        let (url, stated) = split_canonical(canonical);
+        let version = stated.or_else(|| {
+            self.opts
+                .default_vs_versions
+                .iter()
+                .find(|(u, _)| u == url)
+                .map(|(_, v)| v.as_str())
+        });
+        let pick_from = |items: &[Arc<Value>]| -> Option<Arc<Value>> {
+            pick(items, version, |r: &Arc<Value>| r["version"].as_str()).cloned()
+        };
+        pick_from(self.overlay.value_set_versions(url))
+            .or_else(|| pick_from(self.base.value_set_versions(url)))
+    }
+
+    /// The concept map `url` (optionally `|version`).
+    pub fn find_cm(&self, canonical: &str) -> Option<Arc<Value>> {
+        let (url, version) = split_canonical(canonical);
+        let pick_from = |items: &[Arc<Value>]| -> Option<Arc<Value>> {
+            pick(items, version, |r: &Arc<Value>| r["version"].as_str()).cloned()
+        };
+        pick_from(self.overlay.concept_map_versions(url))
+            .or_else(|| pick_from(self.base.concept_map_versions(url)))
+    }
+
+    /// Every concept map visible.
+    pub fn concept_maps(&self) -> Vec<Arc<Value>> {
+        self.overlay
+            .concept_maps()
+            .chain(self.base.concept_maps())
+            .cloned()
+            .collect()
+    }
+
+    /// Known versions of `url`, for messages ("1.0.0 or 1.2.0").
+    pub fn known_versions(&self, url: &str) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .cs_versions(url)
+            .iter()
+            .filter_map(|c| c.version.clone())
+            .collect();
+        v.sort_by(|a, b| crate::registry::compare_versions(a, b));
+        v.dedup();
+        v
+    }
+
+    /// The version to use for `url` when the value set or request says `stated` (force and default rules).
+    pub fn effective_version(&self, url: &str, stated: Option<&str>) -> Option<String> {
+        if let Some((_, v)) = self.opts.force_versions.iter().find(|(u, _)| u == url) {
+            return Some(v.clone());
+        }
+        if let Some(s) = stated.filter(|s| !s.is_empty()) {
+            return Some(s.to_string());
+        }
+        // Unversioned: a default version, else the pattern a version check demands picks the version.
+        self.opts
+            .default_versions
+            .iter()
+            .chain(&self.opts.check_versions)
+            .find(|(u, _)| u == url)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// Checks a chosen version against `check-system-version`.
+    pub fn check_version(&self, cs: &CodeSystem) -> Result<(), TxError> {
+        if let Some((_, want)) = self.opts.check_versions.iter().find(|(u, _)| *u == cs.url) {
+            let have = cs.version.as_deref().unwrap_or("");
+            if !version_matches(want, have) {
+                return Err(TxError::new(
+                    ErrorKind::Invalid,
+                    Issue::new(
+                        Severity::Error,
+                        "exception",
+                        Some("version-error"),
+                        format!(
+                            "The version '{have}' is not allowed for system '{}': required to be '{want}' by a version-check parameter",
+                            cs.url
+                        ),
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies supplements named by `useSupplement` or by a value set's supplement extension.
+    pub fn with_supplements(
+        &self,
+        cs: Arc<CodeSystem>,
+        extra: &[String],
+    ) -> Result<Arc<CodeSystem>, TxError> {
+        let mut sups = Vec::new();
+        for s in self.opts.use_supplements.iter().chain(extra) {
+            match self.find_supplement(s) {
+                Some(sup) => {
+                    if sup
+                        .supplements
+                        .as_deref()
+                        .map(|x| split_canonical(x).0 == cs.url)
+                        .unwrap_or(false)
+                    {
+                        sups.push(sup);
+                    }
+                }
+                None => {
+                    return Err(TxError::new(
+                        ErrorKind::NotFound,
+                        Issue::new(
+                            Severity::Error,
+                            "not-found",
+                            Some("not-found"),
+                            format!("Required supplement not found: {s}"),
+                        ),
+                    ));
+                }
+            }
+        }
+        // Supplements carried in the request apply to their code system without being named.
+        for sup in self.overlay.supplements_of(&cs.url) {
+            if !sups.iter().any(|s| Arc::ptr_eq(s, &sup)) {
+                sups.push(sup);
+            }
+        }
+        if sups.is_empty() {
+            Ok(cs)
+        } else {
+            Ok(Arc::new(cs.with_supplements(&sups)))
+        }
+    }
+
+    /// The display to show for `concept` in the requested language.
+    pub fn display(&self, cs: &CodeSystem, concept: &Concept) -> Option<String> {
+        if let Some(langs) = &self.opts.display_language {
+            for lang in parse_languages(langs) {
+                if lang == "*" {
+                    break;
+                }
+                let cs_lang = cs.language.as_deref().unwrap_or("en");
+                if lang_matches(&lang, cs_lang) && concept.display.is_some() {
+                    return concept.display.clone();
+                }
+                if let Some(d) = concept.designations.iter().find(|d| {
+                    d.language
+                        .as_deref()
+                        .is_some_and(|l| lang_matches(&lang, l))
+                }) {
+                    return Some(d.value.clone());
+                }
+            }
+        }
+        concept.display.clone()
+    }
+}
+
+/// Splits `url|version`.
+pub fn split_canonical(s: &str) -> (&str, Option<&str>) {
+    match s.split_once('|') {
+        Some((u, v)) => (u, Some(v)),
+        None => (s, None),
+    }
+}
+
+/// Languages of an Accept-Language style list, best first (quality values ordered, `;q=0` dropped).
+pub fn parse_languages(s: &str) -> Vec<String> {
+    let mut items: Vec<(f32, usize, String)> = Vec::new();
+    for (i, part) in s.split(',').enumerate() {
+        let mut bits = part.trim().split(';');
+        let tag = bits.next().unwrap_or("").trim().to_string();
+        if tag.is_empty() {
+            continue;
+        }
+        let q = bits
+            .find_map(|b| {
+                b.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+            })
+            .unwrap_or(1.0);
+        if q > 0.0 {
+            items.push((q, i, tag));
+        }
+    }
+    items.sort_by(|a, b| {
+        b.0.partial_cmp(&a.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.1.cmp(&b.1))
+    });
+    items.into_iter().map(|(_, _, t)| t).collect()
+}
+
+/// Whether a requested language tag accepts a designation's language (`en` accepts `en-US`).
+pub fn lang_matches(requested: &str, actual: &str) -> bool {
+    let r = requested.to_ascii_lowercase();
+    let a = actual.to_ascii_lowercase();
+    r == a || a.starts_with(&format!("{r}-")) || r.starts_with(&format!("{a}-"))
+}

@@ -1,0 +1,359 @@
+//! ValueSet expansion: evaluates `compose` (includes, excludes, filters, imported value sets) over the
+//! code systems in scope into an ordered set of codes, then applies the expansion parameters.
+
+use crate::codesystem::{CodeSystem, Content};
+use crate::context::{Ctx, split_canonical};
+use crate::error::{ErrorKind, Issue, Severity, TxError};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One code of an expansion.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Its system.
+    pub system: String,
+    /// The code.
+    pub code: String,
+    /// Display from the value set, overriding the code system's.
+    pub vs_display: Option<String>,
+    /// Designations given in the value set.
+    pub vs_designations: Vec<Value>,
+    /// Extensions on the value set's concept reference.
+    pub vs_extensions: Vec<Value>,
+    /// The code system and concept index, when the code is defined there.
+    pub concept: Option<(Arc<CodeSystem>, usize)>,
+    /// Whether it came from an include that keeps the code system's hierarchy.
+    pub hierarchical: bool,
+}
+
+impl Entry {
+    /// Inactive in its code system.
+    pub fn inactive(&self) -> bool {
+        self.concept
+            .as_ref()
+            .is_some_and(|(cs, i)| cs.concepts[*i].is_inactive())
+    }
+
+    /// Abstract in its code system.
+    pub fn is_abstract(&self) -> bool {
+        self.concept
+            .as_ref()
+            .is_some_and(|(cs, i)| cs.concepts[*i].is_abstract())
+    }
+}
+
+/// An ordered set of codes keyed by (system, code).
+#[derive(Debug, Clone, Default)]
+pub struct CodeSet {
+    /// Entries in order.
+    pub entries: Vec<Entry>,
+    index: HashMap<(String, String), usize>,
+}
+
+impl CodeSet {
+    fn insert(&mut self, e: Entry) {
+        let key = (e.system.clone(), e.code.clone());
+        if !self.index.contains_key(&key) {
+            self.index.insert(key, self.entries.len());
+            self.entries.push(e);
+        }
+    }
+
+    /// Whether (system, code) is in the set.
+    pub fn contains(&self, system: &str, code: &str) -> bool {
+        self.index
+            .contains_key(&(system.to_string(), code.to_string()))
+    }
+
+    fn retain(&mut self, keep: impl Fn(&Entry) -> bool) {
+        self.entries.retain(|e| keep(e));
+        self.index = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| ((e.system.clone(), e.code.clone()), i))
+            .collect();
+    }
+}
+
+/// What an evaluation of a value set's compose produced besides codes.
+#[derive(Debug, Clone, Default)]
+pub struct Evaluated {
+    /// The codes.
+    pub set: CodeSet,
+    /// `url|version` of each code system used.
+    pub used_cs: Vec<String>,
+    /// `url|version` of each value set imported.
+    pub used_vs: Vec<String>,
+    /// Warnings met on the way.
+    pub issues: Vec<Issue>,
+}
+
+/// The canonical `url|version` of a value set resource.
+pub fn vs_canonical(vs: &Value) -> String {
+    let url = vs["url"].as_str().unwrap_or("");
+    match vs["version"].as_str() {
+        Some(v) => format!("{url}|{v}"),
+        None => url.to_string(),
+    }
+}
+
+/// Supplements a value set asks for through the `valueset-supplement` extension.
+pub fn vs_supplements(vs: &Value) -> Vec<String> {
+    vs["extension"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|e| {
+                    e["url"] == "http://hl7.org/fhir/StructureDefinition/valueset-supplement"
+                })
+                .filter_map(|e| e["valueCanonical"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Evaluates the compose of `vs`. `stack` holds the value sets being evaluated, to detect cycles.
+pub fn evaluate(ctx: &Ctx<'_>, vs: &Value, stack: &mut Vec<String>) -> Result<Evaluated, TxError> {
+    let canonical = vs_canonical(vs);
+    if stack.contains(&canonical) {
+        let mut path = stack.clone();
+        path.retain(|p| !p.is_empty());
+        return Err(TxError::new(
+            ErrorKind::Invalid,
+            Issue::new(
+                Severity::Error,
+                "processing",
+                Some("vs-invalid"),
+                format!(
+                    "Found a circularity pointing to {canonical} processing ValueSet with pathway [{}]",
+                    path.join(", ")
+                ),
+            ),
+        ));
+    }
+    stack.push(canonical);
+    let mut out = Evaluated::default();
+    let result = evaluate_compose(ctx, vs, stack, &mut out);
+    stack.pop();
+    result?;
+    Ok(out)
+}
+
+fn evaluate_compose(
+    ctx: &Ctx<'_>,
+    vs: &Value,
+    stack: &mut Vec<String>,
+    out: &mut Evaluated,
+) -> Result<(), TxError> {
+    let Some(compose) = vs.get("compose") else {
+        // An already expanded value set without compose: take its expansion.
+        if let Some(contains) = vs["expansion"]["contains"].as_array() {
+            add_contains(contains, &mut out.set);
+        }
+        return Ok(());
+    };
+    let supplements = vs_supplements(vs);
+    let includes = compose["include"].as_array().cloned().unwrap_or_default();
+    for (i, inc) in includes.iter().enumerate() {
+        let set = evaluate_include(
+            ctx,
+            inc,
+            &supplements,
+            stack,
+            out,
+            &format!("ValueSet.compose.include[{i}]"),
+        )?;
+        for e in set.entries {
+            out.set.insert(e);
+        }
+    }
+    if let Some(excludes) = compose["exclude"].as_array() {
+        for (i, exc) in excludes.iter().enumerate() {
+            let set = evaluate_include(
+                ctx,
+                exc,
+                &supplements,
+                stack,
+                out,
+                &format!("ValueSet.compose.exclude[{i}]"),
+            )?;
+            out.set.retain(|e| !set.contains(&e.system, &e.code));
+        }
+    }
+    Ok(())
+}
+
+fn add_contains(contains: &[Value], set: &mut CodeSet) {
+    for c in contains {
+        if let (Some(system), Some(code)) = (c["system"].as_str(), c["code"].as_str()) {
+            set.insert(Entry {
+                system: system.to_string(),
+                code: code.to_string(),
+                vs_display: c["display"].as_str().map(str::to_string),
+                vs_designations: Vec::new(),
+                vs_extensions: Vec::new(),
+                concept: None,
+                hierarchical: false,
+            });
+        }
+        if let Some(children) = c["contains"].as_array() {
+            add_contains(children, set);
+        }
+    }
+}
+
+/// Resolves the code system an include names, applying the request's version rules.
+pub fn resolve_include_cs(
+    ctx: &Ctx<'_>,
+    system: &str,
+    stated: Option<&str>,
+    supplements: &[String],
+) -> Result<Arc<CodeSystem>, TxError> {
+    let version = ctx.effective_version(system, stated);
+    match ctx.find_cs(system, version.as_deref()) {
+        Some(cs) => {
+            ctx.check_version(&cs)?;
+            ctx.with_supplements(cs, supplements)
+        }
+        None => Err(unknown_cs_for_expansion(ctx, system, version.as_deref())),
+    }
+}
+
+fn unknown_cs_for_expansion(ctx: &Ctx<'_>, system: &str, version: Option<&str>) -> TxError {
+    let known = ctx.known_versions(system);
+    let text = match version {
+        Some(v) if !known.is_empty() => format!(
+            "A definition for CodeSystem '{system}' version '{v}' could not be found, so the value set cannot be expanded. Valid versions: {}",
+            known.join(" or ")
+        ),
+        Some(v) => format!(
+            "A definition for CodeSystem '{system}' version '{v}' could not be found, so the value set cannot be expanded. No versions of this code system are known"
+        ),
+        None => format!(
+            "A definition for CodeSystem '{system}' could not be found, so the value set cannot be expanded"
+        ),
+    };
+    TxError::new(
+        ErrorKind::NotFound,
+        Issue::new(Severity::Error, "not-found", Some("not-found"), text),
+    )
+}
+
+fn evaluate_include(
+    ctx: &Ctx<'_>,
+    inc: &Value,
+    supplements: &[String],
+    stack: &mut Vec<String>,
+    out: &mut Evaluated,
+    path: &str,
+) -> Result<CodeSet, TxError> {
+    let mut result: Option<CodeSet> = None;
+    if let Some(system) = inc["system"].as_str() {
+        let cs = resolve_include_cs(ctx, system, inc["version"].as_str(), supplements)?;
+        let used = cs.versioned_url();
+        if !out.used_cs.contains(&used) {
+            out.used_cs.push(used);
+        }
+        let mut set = CodeSet::default();
+        if let Some(concepts) = inc["concept"].as_array() {
+            for c in concepts {
+                let code = c["code"].as_str().unwrap_or_default();
+                let found = cs.find(code);
+                if found.is_none() && cs.content == Content::Complete {
+                    continue;
+                }
+                set.insert(Entry {
+                    system: system.to_string(),
+                    code: found
+                        .map(|i| cs.concepts[i].code.clone())
+                        .unwrap_or_else(|| code.to_string()),
+                    vs_display: c["display"].as_str().map(str::to_string),
+                    vs_designations: c["designation"].as_array().cloned().unwrap_or_default(),
+                    vs_extensions: c["extension"].as_array().cloned().unwrap_or_default(),
+                    concept: found.map(|i| (cs.clone(), i)),
+                    hierarchical: false,
+                });
+            }
+        } else {
+            let filters = inc["filter"].as_array().cloned().unwrap_or_default();
+            let mut compiled = Vec::new();
+            for (fi, f) in filters.iter().enumerate() {
+                compiled.push(crate::filter::Filter::compile(
+                    &cs,
+                    f,
+                    &format!("{path}.filter[{fi}]"),
+                )?);
+            }
+            if filters.is_empty() && matches!(cs.content, Content::NotPresent | Content::Supplement)
+            {
+                return Err(TxError::new(
+                    ErrorKind::NotSupported,
+                    Issue::new(
+                        Severity::Error,
+                        "not-supported",
+                        None,
+                        format!(
+                            "The code system '{}' cannot be expanded because its codes cannot be iterated or enumerated in any meaningful sense",
+                            cs.url
+                        ),
+                    ),
+                ));
+            }
+            for (i, c) in cs.concepts.iter().enumerate() {
+                if compiled.iter().all(|f| f.matches(&cs, i)) {
+                    set.insert(Entry {
+                        system: system.to_string(),
+                        code: c.code.clone(),
+                        vs_display: None,
+                        vs_designations: Vec::new(),
+                        vs_extensions: Vec::new(),
+                        concept: Some((cs.clone(), i)),
+                        hierarchical: true,
+                    });
+                }
+            }
+        }
+        result = Some(set);
+    }
+    if let Some(vss) = inc["valueSet"].as_array() {
+        for v in vss {
+            let canonical = v.as_str().unwrap_or_default();
+            let Some(imported) = ctx.find_vs(canonical) else {
+                let (url, version) = split_canonical(canonical);
+                let text = match version {
+                    Some(ver) => {
+                        format!("Unable to find included value set '{url}' version '{ver}'")
+                    }
+                    None => {
+                        format!("A definition for the value Set '{canonical}' could not be found")
+                    }
+                };
+                return Err(TxError::new(
+                    ErrorKind::NotFound,
+                    Issue::new(Severity::Error, "not-found", Some("not-found"), text),
+                ));
+            };
+            let ev = evaluate(ctx, &imported, stack)?;
+            let c = vs_canonical(&imported);
+            if !out.used_vs.contains(&c) {
+                out.used_vs.push(c);
+            }
+            for u in ev.used_cs {
+                if !out.used_cs.contains(&u) {
+                    out.used_cs.push(u);
+                }
+            }
+            out.issues.extend(ev.issues);
+            result = Some(match result {
+                None => ev.set,
+                Some(mut s) => {
+                    s.retain(|e| ev.set.contains(&e.system, &e.code));
+                    s
+                }
+            });
+        }
+    }
+    Ok(result.unwrap_or_default())
+}

@@ -1,0 +1,325 @@
+//! `ValueSet/$expand`: evaluates the value set, applies activeOnly, text filter, paging and the size limit,
+//! and renders the FHIR `ValueSet.expansion` (nested when the code system's hierarchy is kept).
+
+use crate::context::Ctx;
+use crate::error::{ErrorKind, Issue, Severity, TxError};
+use crate::expand::{Entry, evaluate, vs_canonical};
+use crate::params::Params;
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Parameters echoed into `expansion.parameter` when the request carries them.
+const ECHOED: &[&str] = &[
+    "activeOnly",
+    "check-system-version",
+    "count",
+    "displayLanguage",
+    "excludeNested",
+    "filter",
+    "force-system-version",
+    "includeDefinition",
+    "includeDesignations",
+    "offset",
+    "system-version",
+    "default-valueset-version",
+];
+
+/// Properties defined by FHIR for every code system (`http://hl7.org/fhir/concept-properties`).
+const STANDARD_PROPERTIES: &[&str] = &[
+    "inactive",
+    "deprecated",
+    "notSelectable",
+    "parent",
+    "child",
+    "partOf",
+    "synonym",
+    "comment",
+    "itemWeight",
+    "status",
+    "definition",
+    "display",
+];
+
+/// Elements of the value set copied into its expansion.
+const KEPT: &[&str] = &[
+    "resourceType",
+    "id",
+    "language",
+    "url",
+    "version",
+    "name",
+    "title",
+    "status",
+    "experimental",
+    "date",
+    "publisher",
+    "description",
+];
+
+/// ValueSet/$expand.
+pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
+    let vs: Arc<Value> = if let Some(v) = params.resource("valueSet") {
+        Arc::new(v.clone())
+    } else if let Some(url) = params.str("url") {
+        let url = match params.str("valueSetVersion") {
+            Some(v) if !url.contains('|') => format!("{url}|{v}"),
+            _ => url,
+        };
+        ctx.find_vs(&url).ok_or_else(|| {
+            TxError::not_found(format!(
+                "A definition for the value Set '{url}' could not be found"
+            ))
+        })?
+    } else {
+        return Err(TxError::invalid(
+            "No value set was provided (url or valueSet)",
+        ));
+    };
+    let mut stack = Vec::new();
+    let ev = evaluate(ctx, &vs, &mut stack)?;
+    let opts = &ctx.opts;
+    let mut entries: Vec<Entry> = ev.set.entries;
+    if opts.active_only == Some(true) {
+        entries.retain(|e| !e.inactive());
+    }
+    if let Some(f) = &opts.filter {
+        let f = f.to_lowercase();
+        entries.retain(|e| {
+            let d = display_of(ctx, e).unwrap_or_default().to_lowercase();
+            e.code.to_lowercase().starts_with(&f)
+                || d.split(|c: char| !c.is_alphanumeric())
+                    .any(|w| w.starts_with(&f))
+                || d.starts_with(&f)
+        });
+    }
+    let total = entries.len();
+    if opts.count.is_none() && total > ctx.max_expansion {
+        return Err(TxError::new(
+            ErrorKind::TooCostly,
+            Issue::new(
+                Severity::Error,
+                "too-costly",
+                None,
+                format!(
+                    "The value set '{}' expansion has too many codes to produce (>{})",
+                    vs_canonical(&vs),
+                    ctx.max_expansion
+                ),
+            ),
+        ));
+    }
+    let offset = opts.offset.unwrap_or(0);
+    let paged = opts.count.is_some() || offset > 0;
+    let nest = opts.exclude_nested != Some(true) && !paged && opts.filter.is_none();
+    let contains = if nest {
+        render_nested(ctx, &entries)
+    } else {
+        entries
+            .iter()
+            .skip(offset)
+            .take(opts.count.unwrap_or(usize::MAX))
+            .map(|e| render_entry(ctx, e))
+            .collect()
+    };
+
+    let mut parameters = Vec::new();
+    for p in params.entries() {
+        if p["name"].as_str().is_some_and(|n| ECHOED.contains(&n)) {
+            parameters.push(p.clone());
+        }
+    }
+    for u in &ev.used_cs {
+        parameters.push(json!({"name": "used-codesystem", "valueUri": u}));
+    }
+    for u in &ev.used_vs {
+        parameters.push(json!({"name": "used-valueset", "valueUri": u}));
+    }
+    let mut expansion = Map::new();
+    expansion.insert(
+        "identifier".into(),
+        json!(format!("urn:uuid:{}", uuid::Uuid::new_v4())),
+    );
+    expansion.insert("timestamp".into(), json!(crate::time::now_instant()));
+    expansion.insert("total".into(), json!(total));
+    expansion.insert("offset".into(), json!(offset));
+    if !parameters.is_empty() {
+        expansion.insert("parameter".into(), Value::Array(parameters));
+    }
+    let props = property_declarations(ctx, &entries);
+    if !props.is_empty() {
+        expansion.insert("property".into(), Value::Array(props));
+    }
+    if !contains.is_empty() {
+        expansion.insert("contains".into(), Value::Array(contains));
+    }
+    // The expansion carries the value set's identity and metadata, not its definition.
+    let mut out = Map::new();
+    if let Some(o) = vs.as_object() {
+        for (k, v) in o {
+            if KEPT.contains(&k.as_str()) {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    out.insert("expansion".into(), Value::Object(expansion));
+    Ok(Value::Object(out))
+}
+
+fn display_of(ctx: &Ctx<'_>, e: &Entry) -> Option<String> {
+    if let Some((cs, i)) = &e.concept {
+        if e.vs_display.is_some() && ctx.opts.display_language.is_none() {
+            return e.vs_display.clone();
+        }
+        ctx.display(cs, &cs.concepts[*i])
+            .or_else(|| e.vs_display.clone())
+    } else {
+        e.vs_display.clone()
+    }
+}
+
+fn property_declarations(ctx: &Ctx<'_>, entries: &[Entry]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for p in &ctx.opts.properties {
+        let uri = entries.iter().find_map(|e| {
+            e.concept
+                .as_ref()
+                .and_then(|(cs, _)| cs.property_def(p).and_then(|d| d.uri.clone()))
+        });
+        let uri = uri.or_else(|| {
+            STANDARD_PROPERTIES
+                .contains(&p.as_str())
+                .then(|| format!("http://hl7.org/fhir/concept-properties#{p}"))
+        });
+        let mut decl = json!({"code": p});
+        if let Some(u) = uri {
+            decl["uri"] = json!(u);
+        }
+        out.push(decl);
+    }
+    out
+}
+
+fn render_entry(ctx: &Ctx<'_>, e: &Entry) -> Value {
+    let mut m = Map::new();
+    m.insert("system".into(), json!(e.system));
+    if e.is_abstract() {
+        m.insert("abstract".into(), json!(true));
+    }
+    if e.inactive() {
+        m.insert("inactive".into(), json!(true));
+    }
+    m.insert("code".into(), json!(e.code));
+    if let Some(d) = display_of(ctx, e) {
+        m.insert("display".into(), json!(d));
+    }
+    if !e.vs_extensions.is_empty() {
+        m.insert("extension".into(), Value::Array(e.vs_extensions.clone()));
+    }
+    if ctx.opts.include_designations {
+        let mut designations: Vec<Value> = e.vs_designations.clone();
+        if let Some((cs, i)) = &e.concept {
+            for d in &cs.concepts[*i].designations {
+                let mut v = json!({"value": d.value});
+                if let Some(l) = &d.language {
+                    v["language"] = json!(l);
+                }
+                if let Some(u) = &d.use_ {
+                    v["use"] = u.clone();
+                }
+                designations.push(v);
+            }
+        }
+        if !designations.is_empty() {
+            m.insert("designation".into(), Value::Array(designations));
+        }
+    }
+    if let Some((cs, i)) = &e.concept {
+        let c = &cs.concepts[*i];
+        let mut props = Vec::new();
+        for p in &ctx.opts.properties {
+            match p.as_str() {
+                "definition" => {
+                    if let Some(d) = &c.definition {
+                        props.push(json!({"code": "definition", "valueString": d}));
+                    }
+                }
+                "display" => {
+                    if let Some(d) = &c.display {
+                        props.push(json!({"code": "display", "valueString": d}));
+                    }
+                }
+                _ => {
+                    for v in c.properties.iter().filter(|v| &v.code == p) {
+                        let mut o = json!({"code": p});
+                        o[v.key.as_str()] = v.value.clone();
+                        props.push(o);
+                    }
+                }
+            }
+        }
+        if !props.is_empty() {
+            m.insert("property".into(), Value::Array(props));
+        }
+    }
+    Value::Object(m)
+}
+
+/// Nests hierarchical entries under their nearest ancestor present in the expansion.
+fn render_nested(ctx: &Ctx<'_>, entries: &[Entry]) -> Vec<Value> {
+    // Position of each (system, concept index) in `entries`.
+    let mut pos: HashMap<(String, usize), usize> = HashMap::new();
+    for (n, e) in entries.iter().enumerate() {
+        if let (true, Some((_, i))) = (e.hierarchical, &e.concept) {
+            pos.insert((e.system.clone(), *i), n);
+        }
+    }
+    let mut parent_of: Vec<Option<usize>> = vec![None; entries.len()];
+    for (n, e) in entries.iter().enumerate() {
+        if !e.hierarchical {
+            continue;
+        }
+        let Some((cs, i)) = &e.concept else { continue };
+        // Breadth-first up the hierarchy to the nearest included ancestor.
+        let mut frontier = cs.concepts[*i].parents.clone();
+        let mut seen = std::collections::HashSet::new();
+        'up: while !frontier.is_empty() {
+            let mut next = Vec::new();
+            for p in frontier {
+                if !seen.insert(p) {
+                    continue;
+                }
+                if let Some(&m) = pos.get(&(e.system.clone(), p)) {
+                    parent_of[n] = Some(m);
+                    break 'up;
+                }
+                next.extend(cs.concepts[p].parents.iter().copied());
+            }
+            frontier = next;
+        }
+    }
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); entries.len()];
+    let mut roots = Vec::new();
+    for (n, p) in parent_of.iter().enumerate() {
+        match p {
+            Some(p) => children[*p].push(n),
+            None => roots.push(n),
+        }
+    }
+    fn build(ctx: &Ctx<'_>, entries: &[Entry], children: &[Vec<usize>], n: usize) -> Value {
+        let mut v = render_entry(ctx, &entries[n]);
+        if !children[n].is_empty() {
+            v["contains"] = Value::Array(
+                children[n]
+                    .iter()
+                    .map(|&c| build(ctx, entries, children, c))
+                    .collect(),
+            );
+        }
+        v
+    }
+    roots
+        .into_iter()
+        .map(|n| build(ctx, entries, &children, n))
+        .collect()
+}

@@ -1,0 +1,147 @@
+//! ValueSet `compose.include.filter`: compiled once per include, then tested against each concept.
+
+use crate::codesystem::CodeSystem;
+use crate::error::{ErrorKind, Issue, Severity, TxError};
+use serde_json::Value;
+
+/// A compiled filter.
+#[derive(Debug)]
+pub struct Filter {
+    property: String,
+    op: Op,
+}
+
+#[derive(Debug)]
+enum Op {
+    IsA(Option<usize>),
+    DescendentOf(Option<usize>),
+    IsNotA(Option<usize>),
+    Generalizes(Option<usize>),
+    ChildOf(Option<usize>),
+    Equals(String),
+    In(Vec<String>),
+    NotIn(Vec<String>),
+    Regex(regex::Regex),
+    Exists(bool),
+}
+
+impl Filter {
+    /// Compiles `f` (a `compose.include.filter` element) for code system `cs`; `path` locates it in messages.
+    pub fn compile(cs: &CodeSystem, f: &Value, path: &str) -> Result<Filter, TxError> {
+        let property = f["property"].as_str().unwrap_or_default().to_string();
+        let op_name = f["op"].as_str().unwrap_or_default();
+        let Some(value) = f["value"].as_str().filter(|v| !v.is_empty()) else {
+            return Err(TxError::new(
+                ErrorKind::Invalid,
+                Issue::new(
+                    Severity::Error,
+                    "invalid",
+                    Some("vs-invalid"),
+                    format!(
+                        "The system {} filter with property = {property}, op = {op_name} has no value",
+                        cs.url
+                    ),
+                )
+                .at(path.to_string()),
+            ));
+        };
+        let concept = || cs.find(value);
+        let list = || value.split(',').map(|s| s.trim().to_string()).collect();
+        let op = match op_name {
+            "is-a" => Op::IsA(concept()),
+            "descendent-of" => Op::DescendentOf(concept()),
+            "is-not-a" => Op::IsNotA(concept()),
+            "generalizes" => Op::Generalizes(concept()),
+            "child-of" => Op::ChildOf(concept()),
+            "=" => Op::Equals(value.to_string()),
+            "in" => Op::In(list()),
+            "not-in" => Op::NotIn(list()),
+            "exists" => Op::Exists(value == "true"),
+            "regex" => match regex::Regex::new(&format!("^(?:{value})$")) {
+                Ok(r) => Op::Regex(r),
+                Err(e) => {
+                    return Err(TxError::new(
+                        ErrorKind::Invalid,
+                        Issue::new(
+                            Severity::Error,
+                            "invalid",
+                            Some("vs-invalid"),
+                            format!("The regex '{value}' is not valid: {e}"),
+                        )
+                        .at(path.to_string()),
+                    ));
+                }
+            },
+            other => {
+                return Err(TxError::new(
+                    ErrorKind::NotSupported,
+                    Issue::new(
+                        Severity::Error,
+                        "not-supported",
+                        Some("vs-invalid"),
+                        format!(
+                            "The filter operation '{other}' is not supported for the code system {}",
+                            cs.url
+                        ),
+                    )
+                    .at(path.to_string()),
+                ));
+            }
+        };
+        Ok(Filter { property, op })
+    }
+
+    /// Whether concept `i` of `cs` passes.
+    pub fn matches(&self, cs: &CodeSystem, i: usize) -> bool {
+        let is_concept = matches!(self.property.as_str(), "concept" | "code");
+        match &self.op {
+            Op::IsA(t) => t.is_some_and(|t| cs.subsumes(t, i)),
+            Op::DescendentOf(t) => t.is_some_and(|t| t != i && cs.subsumes(t, i)),
+            Op::IsNotA(t) => !t.is_some_and(|t| cs.subsumes(t, i)),
+            Op::Generalizes(t) => t.is_some_and(|t| cs.subsumes(i, t)),
+            Op::ChildOf(t) => t.is_some_and(|t| cs.concepts[i].parents.contains(&t)),
+            Op::Equals(v) => self.values(cs, i, is_concept).iter().any(|x| x == v),
+            Op::In(vs) => self
+                .values(cs, i, is_concept)
+                .iter()
+                .any(|x| vs.contains(x)),
+            Op::NotIn(vs) => !self
+                .values(cs, i, is_concept)
+                .iter()
+                .any(|x| vs.contains(x)),
+            Op::Regex(r) => self.values(cs, i, is_concept).iter().any(|x| r.is_match(x)),
+            Op::Exists(want) => self.values(cs, i, is_concept).is_empty() != *want,
+        }
+    }
+
+    fn values(&self, cs: &CodeSystem, i: usize, is_concept: bool) -> Vec<String> {
+        let c = &cs.concepts[i];
+        if is_concept {
+            return vec![c.code.clone()];
+        }
+        match self.property.as_str() {
+            "display" => c.display.clone().into_iter().collect(),
+            "definition" => c.definition.clone().into_iter().collect(),
+            "inactive" if c.property("inactive").is_none() => vec![c.is_inactive().to_string()],
+            "notSelectable" if c.property("notSelectable").is_none() => {
+                vec![c.is_abstract().to_string()]
+            }
+            "parent" => c
+                .parents
+                .iter()
+                .map(|&p| cs.concepts[p].code.clone())
+                .collect(),
+            "child" => c
+                .children
+                .iter()
+                .map(|&p| cs.concepts[p].code.clone())
+                .collect(),
+            p => c
+                .properties
+                .iter()
+                .filter(|v| v.code == p)
+                .map(|v| v.text())
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! `CodeSystem/$lookup` and `CodeSystem/$subsumes`.
+
+use crate::codesystem::CodeSystem;
+use crate::context::{Ctx, split_canonical};
+use crate::error::{ErrorKind, Issue, Severity, TxError};
+use crate::params::Params;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+fn coding_of(params: &Params) -> (Option<String>, Option<String>, Option<String>) {
+    if let Some(c) = params.complex("coding", "valueCoding") {
+        return (
+            c["system"].as_str().map(str::to_string),
+            c["code"].as_str().map(str::to_string),
+            c["version"].as_str().map(str::to_string),
+        );
+    }
+    (
+        params.str("system"),
+        params.str("code"),
+        params.str("version"),
+    )
+}
+
+fn resolve(ctx: &Ctx<'_>, system: &str, version: Option<&str>) -> Result<Arc<CodeSystem>, TxError> {
+    let (url, v) = split_canonical(system);
+    let version = ctx.effective_version(url, version.or(v));
+    match ctx.find_cs(url, version.as_deref()) {
+        Some(cs) => ctx.with_supplements(cs, &[]),
+        None => {
+            let text = match &version {
+                Some(v) => format!(
+                    "A definition for CodeSystem '{url}' version '{v}' could not be found, so the code cannot be validated"
+                ),
+                None => format!(
+                    "A definition for CodeSystem '{url}' could not be found, so the code cannot be validated"
+                ),
+            };
+            Err(TxError::new(
+                ErrorKind::NotFound,
+                Issue::new(Severity::Error, "not-found", Some("not-found"), text).at("system"),
+            ))
+        }
+    }
+}
+
+/// CodeSystem/$lookup.
+pub fn lookup(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
+    let (system, code, version) = coding_of(params);
+    let (Some(system), Some(code)) = (system, code) else {
+        return Err(TxError::invalid(
+            "Unable to find code to look up (need system and code, or coding)",
+        ));
+    };
+    let cs = resolve(ctx, &system, version.as_deref())?;
+    let Some(i) = cs.find(&code) else {
+        let text = match &cs.version {
+            Some(v) => format!(
+                "Unknown code '{code}' in the CodeSystem '{}' version '{v}'",
+                cs.url
+            ),
+            None => format!("Unknown code '{code}' in the CodeSystem '{}'", cs.url),
+        };
+        return Err(TxError::new(
+            ErrorKind::NotFound,
+            Issue::new(Severity::Error, "code-invalid", Some("invalid-code"), text).at("code"),
+        ));
+    };
+    let c = &cs.concepts[i];
+    let wanted: Vec<String> = params.strs("property");
+    let want = |p: &str| wanted.is_empty() || wanted.iter().any(|w| w == p || w == "*");
+    let mut out = vec![
+        json!({"name": "code", "valueCode": c.code}),
+        json!({"name": "system", "valueUri": cs.url}),
+    ];
+    if let Some(n) = cs.name.as_ref().or(cs.title.as_ref()) {
+        out.push(json!({"name": "name", "valueString": n}));
+    }
+    if let Some(v) = &cs.version {
+        out.push(json!({"name": "version", "valueString": v}));
+    }
+    if let Some(d) = ctx.display(&cs, c) {
+        out.push(json!({"name": "display", "valueString": d}));
+    }
+    if let Some(d) = &c.definition {
+        out.push(json!({"name": "definition", "valueString": d}));
+    }
+    out.push(json!({"name": "abstract", "valueBoolean": c.is_abstract()}));
+    for d in &c.designations {
+        let mut parts = Vec::new();
+        if let Some(l) = &d.language {
+            parts.push(json!({"name": "language", "valueCode": l}));
+        }
+        if let Some(u) = &d.use_ {
+            parts.push(json!({"name": "use", "valueCoding": u}));
+        }
+        parts.push(json!({"name": "value", "valueString": d.value}));
+        out.push(json!({"name": "designation", "part": parts}));
+    }
+    let prop = |code: &str, value: Value, description: Option<&str>| {
+        let mut parts = vec![json!({"name": "code", "valueCode": code})];
+        if let Some(d) = description {
+            parts.push(json!({"name": "description", "valueString": d}));
+        }
+        let mut v = value;
+        v["name"] = json!("value");
+        parts.push(v);
+        json!({"name": "property", "part": parts})
+    };
+    if want("parent") {
+        for &p in &c.parents {
+            let pc = &cs.concepts[p];
+            out.push(prop(
+                "parent",
+                json!({"valueCode": pc.code}),
+                pc.display.as_deref(),
+            ));
+        }
+    }
+    if want("child") {
+        for &ch in &c.children {
+            let cc = &cs.concepts[ch];
+            out.push(prop(
+                "child",
+                json!({"valueCode": cc.code}),
+                cc.display.as_deref(),
+            ));
+        }
+    }
+    if want("inactive") {
+        out.push(prop(
+            "inactive",
+            json!({"valueBoolean": c.is_inactive()}),
+            None,
+        ));
+    }
+    for p in &c.properties {
+        if matches!(p.code.as_str(), "parent" | "child" | "inactive") || !want(&p.code) {
+            continue;
+        }
+        let mut v = json!({});
+        v[p.key.as_str()] = p.value.clone();
+        out.push(prop(&p.code, v, None));
+    }
+    Ok(json!({"resourceType": "Parameters", "parameter": out}))
+}
+
+/// CodeSystem/$subsumes.
+pub fn subsumes(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
+    let (a, b, system) = match (
+        params.complex("codingA", "valueCoding"),
+        params.complex("codingB", "valueCoding"),
+    ) {
+        (Some(a), Some(b)) => (
+            a["code"].as_str().unwrap_or_default().to_string(),
+            b["code"].as_str().unwrap_or_default().to_string(),
+            a["system"].as_str().map(str::to_string),
+        ),
+        _ => (
+            params.str("codeA").unwrap_or_default(),
+            params.str("codeB").unwrap_or_default(),
+            params.str("system"),
+        ),
+    };
+    let Some(system) = system else {
+        return Err(TxError::invalid("No system provided for $subsumes"));
+    };
+    let cs = resolve(ctx, &system, params.str("version").as_deref())?;
+    let find = |code: &str, name: &str| {
+        cs.find(code).ok_or_else(|| {
+            TxError::new(
+                ErrorKind::NotFound,
+                Issue::new(
+                    Severity::Error,
+                    "code-invalid",
+                    Some("invalid-code"),
+                    format!("Unknown code '{code}' in the CodeSystem '{}'", cs.url),
+                )
+                .at(name.to_string()),
+            )
+        })
+    };
+    let ia = find(&a, "codeA")?;
+    let ib = find(&b, "codeB")?;
+    let outcome = if ia == ib {
+        "equivalent"
+    } else if cs.subsumes(ia, ib) {
+        "subsumes"
+    } else if cs.subsumes(ib, ia) {
+        "subsumed-by"
+    } else {
+        "not-subsumed"
+    };
+    Ok(
+        json!({"resourceType": "Parameters", "parameter": [{"name": "outcome", "valueCode": outcome}]}),
+    )
+}

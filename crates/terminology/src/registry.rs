@@ -1,0 +1,223 @@
+//! Where resources live: a [`Registry`] of CodeSystems, ValueSets and ConceptMaps by canonical URL and
+//! version, and the rules that pick one version of a canonical (`1.x` wildcards, newest when unversioned).
+
+use crate::codesystem::{CodeSystem, Content};
+use serde_json::Value;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The kinds of resource a registry holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Kind {
+    /// CodeSystem.
+    CodeSystem,
+    /// ValueSet.
+    ValueSet,
+    /// ConceptMap.
+    ConceptMap,
+}
+
+impl Kind {
+    /// The FHIR resource type name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::CodeSystem => "CodeSystem",
+            Kind::ValueSet => "ValueSet",
+            Kind::ConceptMap => "ConceptMap",
+        }
+    }
+
+    /// The kind for a resource type name.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        match name {
+            "CodeSystem" => Some(Kind::CodeSystem),
+            "ValueSet" => Some(Kind::ValueSet),
+            "ConceptMap" => Some(Kind::ConceptMap),
+            _ => None,
+        }
+    }
+}
+
+/// Resources by canonical URL; several versions of one URL may coexist.
+#[derive(Debug, Default, Clone)]
+pub struct Registry {
+    code_systems: HashMap<String, Vec<Arc<CodeSystem>>>,
+    value_sets: HashMap<String, Vec<Arc<Value>>>,
+    concept_maps: HashMap<String, Vec<Arc<Value>>>,
+    /// Every resource in load order, for search and read by id.
+    all: Vec<(Kind, Arc<Value>)>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Registry::default()
+    }
+
+    /// Adds a CodeSystem, ValueSet or ConceptMap resource; other resource types are ignored (returns false).
+    /// A resource with the same URL and version replaces the earlier one.
+    pub fn add(&mut self, resource: Value) -> bool {
+        let Some(kind) = resource["resourceType"].as_str().and_then(Kind::from_name) else {
+            return false;
+        };
+        let url = resource["url"].as_str().unwrap_or_default().to_string();
+        let version = resource["version"].as_str().map(str::to_string);
+        let resource = Arc::new(resource);
+        match kind {
+            Kind::CodeSystem => {
+                let cs = Arc::new(CodeSystem::from_json(resource.clone()));
+                let list = self.code_systems.entry(url).or_default();
+                list.retain(|c| c.version != version);
+                list.push(cs);
+            }
+            Kind::ValueSet | Kind::ConceptMap => {
+                let map = if kind == Kind::ValueSet {
+                    &mut self.value_sets
+                } else {
+                    &mut self.concept_maps
+                };
+                let list = map.entry(url).or_default();
+                list.retain(|c| c["version"].as_str() != version.as_deref());
+                list.push(resource.clone());
+            }
+        }
+        self.all.retain(|(k, r)| {
+            !(*k == kind
+                && r["url"] == resource["url"]
+                && r["version"].as_str() == version.as_deref())
+        });
+        self.all.push((kind, resource));
+        true
+    }
+
+    /// Number of resources held.
+    pub fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    /// Whether the registry is empty.
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+
+    /// Every resource of `kind`, in load order.
+    pub fn resources(&self, kind: Kind) -> impl Iterator<Item = &Arc<Value>> {
+        self.all
+            .iter()
+            .filter(move |(k, _)| *k == kind)
+            .map(|(_, r)| r)
+    }
+
+    /// All versions of a code system.
+    pub fn code_system_versions(&self, url: &str) -> &[Arc<CodeSystem>] {
+        self.code_systems.get(url).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// All versions of a value set.
+    pub fn value_set_versions(&self, url: &str) -> &[Arc<Value>] {
+        self.value_sets.get(url).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// All versions of a concept map.
+    pub fn concept_map_versions(&self, url: &str) -> &[Arc<Value>] {
+        self.concept_maps.get(url).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Every supplement of the code system `url`.
+    pub fn supplements_of(&self, url: &str) -> Vec<Arc<CodeSystem>> {
+        self.code_systems
+            .values()
+            .flatten()
+            .filter(|c| {
+                c.content == Content::Supplement
+                    && c.supplements
+                        .as_deref()
+                        .is_some_and(|s| s.split('|').next() == Some(url))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Every concept map (all versions).
+    pub fn concept_maps(&self) -> impl Iterator<Item = &Arc<Value>> {
+        self.concept_maps.values().flatten()
+    }
+}
+
+/// Whether `version` matches `pattern`: equal, or `pattern` has `x`/`*` segments matching anything, or
+/// `pattern` is a prefix of segments (`1.0` matches `1.0.3`? no: only wildcards widen).
+pub fn version_matches(pattern: &str, version: &str) -> bool {
+    if pattern == version {
+        return true;
+    }
+    if !pattern.contains(['x', 'X', '*']) {
+        return false;
+    }
+    let p: Vec<&str> = pattern.split('.').collect();
+    let v: Vec<&str> = version.split('.').collect();
+    for (i, ps) in p.iter().enumerate() {
+        if matches!(*ps, "x" | "X" | "*") {
+            return true;
+        }
+        if v.get(i) != Some(ps) {
+            return false;
+        }
+    }
+    p.len() == v.len()
+}
+
+/// Orders versions: numeric segments numerically, others as text; newest last.
+pub fn compare_versions(a: &str, b: &str) -> Ordering {
+    let mut ai = a.split(['.', '-']);
+    let mut bi = b.split(['.', '-']);
+    loop {
+        match (ai.next(), bi.next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) => {
+                let o = match (x.parse::<u64>(), y.parse::<u64>()) {
+                    (Ok(x), Ok(y)) => x.cmp(&y),
+                    _ => x.cmp(y),
+                };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+        }
+    }
+}
+
+/// Picks the version of `items` matching `version` (newest match), or the newest when `version` is None.
+pub fn pick<'a, T>(
+    items: &'a [T],
+    version: Option<&str>,
+    version_of: impl Fn(&T) -> Option<&str>,
+) -> Option<&'a T> {
+    let mut best: Option<&T> = None;
+    for it in items {
+        let v = version_of(it);
+        let ok = match version {
+            None => true,
+            Some(p) => v.is_some_and(|v| version_matches(p, v)),
+        };
+        if !ok {
+            continue;
+        }
+        best = match best {
+            None => Some(it),
+            Some(b) => {
+                if compare_versions(v.unwrap_or(""), version_of(b).unwrap_or(""))
+                    == Ordering::Greater
+                {
+                    Some(it)
+                } else {
+                    Some(b)
+                }
+            }
+        };
+    }
+    best
+}

@@ -1,0 +1,265 @@
+//! The facade: [`Terminology`] holds the loaded content and answers the FHIR terminology operations,
+//! search and read. The server and the CLI call only this.
+
+use crate::context::{Ctx, Options};
+use crate::error::TxError;
+use crate::params::Params;
+use crate::registry::{Kind, Registry};
+use serde_json::{Value, json};
+
+/// Limits and defaults of the service.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The largest expansion returned without paging (`count`); larger ones are refused as too costly.
+    pub max_expansion: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_expansion: 1000,
+        }
+    }
+}
+
+/// A terminology operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Operation {
+    /// `ValueSet/$expand`.
+    Expand,
+    /// `ValueSet/$validate-code`.
+    ValidateVs,
+    /// `CodeSystem/$validate-code`.
+    ValidateCs,
+    /// `CodeSystem/$lookup`.
+    Lookup,
+    /// `CodeSystem/$subsumes`.
+    Subsumes,
+    /// `ConceptMap/$translate`.
+    Translate,
+    /// `ValueSet/$batch-validate-code`.
+    BatchValidate,
+}
+
+/// The terminology service over a fixed set of content.
+#[derive(Debug, Default)]
+pub struct Terminology {
+    registry: Registry,
+    config: Config,
+}
+
+impl Terminology {
+    /// A service over `registry`.
+    pub fn new(registry: Registry, config: Config) -> Self {
+        Terminology { registry, config }
+    }
+
+    /// The loaded content.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Runs `op` with `params`; `accept_language` is the HTTP Accept-Language header, if any.
+    pub fn run(
+        &self,
+        op: Operation,
+        params: &Params,
+        accept_language: Option<&str>,
+    ) -> Result<Value, TxError> {
+        let ctx = self.context(params, accept_language);
+        match op {
+            Operation::Expand => crate::expansion::expand(&ctx, params),
+            Operation::ValidateVs => crate::validate::validate_vs(&ctx, params),
+            Operation::ValidateCs => crate::validate::validate_cs(&ctx, params),
+            Operation::Lookup => crate::lookup::lookup(&ctx, params),
+            Operation::Subsumes => crate::lookup::subsumes(&ctx, params),
+            Operation::Translate => crate::translate::translate(&ctx, params),
+            Operation::BatchValidate => self.batch_validate(&ctx, params),
+        }
+    }
+
+    fn context(&self, params: &Params, accept_language: Option<&str>) -> Ctx<'_> {
+        let mut overlay = Registry::new();
+        for r in params.resources("tx-resource") {
+            overlay.add(r.clone());
+        }
+        Ctx {
+            base: &self.registry,
+            overlay,
+            opts: Options::from_params(params, accept_language),
+            max_expansion: self.config.max_expansion,
+        }
+    }
+
+    fn batch_validate(&self, ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
+        let mut out = Vec::new();
+        let shared: Vec<Value> = params
+            .entries()
+            .iter()
+            .filter(|e| e["name"] != "validation")
+            .cloned()
+            .collect();
+        for v in params.named("validation") {
+            let mut p = Params::default();
+            for s in &shared {
+                p.push(s.clone());
+            }
+            if let Some(inner) = v.get("resource") {
+                for e in Params::from_json(inner).entries() {
+                    p.push(e.clone());
+                }
+            }
+            for part in v["part"].as_array().into_iter().flatten() {
+                p.push(part.clone());
+            }
+            let r = match crate::validate::validate_vs(ctx, &p) {
+                Ok(r) => r,
+                Err(e) => e.operation_outcome(),
+            };
+            out.push(json!({"name": "validation", "resource": r}));
+        }
+        Ok(json!({"resourceType": "Parameters", "parameter": out}))
+    }
+
+    /// Reads a resource by type and id.
+    pub fn read(&self, kind: Kind, id: &str) -> Option<Value> {
+        self.registry
+            .resources(kind)
+            .find(|r| r["id"] == id)
+            .map(|r| (**r).clone())
+    }
+
+    /// Searches resources of `kind` by `url`, `version`, `name`, `title`, `status` (and `_id`), with `_count`,
+    /// `_offset`, `_summary` and `_elements`; returns a searchset Bundle.
+    pub fn search(&self, kind: Kind, query: &[(String, String)], base: &str) -> Value {
+        let get = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let count: usize = get("_count").and_then(|c| c.parse().ok()).unwrap_or(100);
+        let offset: usize = get("_offset").and_then(|c| c.parse().ok()).unwrap_or(0);
+        let summary = get("_summary");
+        let elements: Option<Vec<&str>> = get("_elements").map(|e| e.split(',').collect());
+        let text_match = |r: &Value, field: &str, want: &str| {
+            r[field]
+                .as_str()
+                .is_some_and(|v| v.to_lowercase().starts_with(&want.to_lowercase()))
+        };
+        let matches: Vec<&std::sync::Arc<Value>> = self
+            .registry
+            .resources(kind)
+            .filter(|r| {
+                query.iter().all(|(k, v)| match k.as_str() {
+                    "url" => r["url"] == v.as_str(),
+                    "version" => r["version"] == v.as_str(),
+                    "_id" => r["id"] == v.as_str(),
+                    "status" => r["status"] == v.as_str(),
+                    "name" => text_match(r, "name", v),
+                    "title" => text_match(r, "title", v),
+                    "system" => {
+                        r["url"] == v.as_str()
+                            || r["compose"]["include"]
+                                .as_array()
+                                .is_some_and(|a| a.iter().any(|i| i["system"] == v.as_str()))
+                    }
+                    _ => true,
+                })
+            })
+            .collect();
+        let total = matches.len();
+        let entries: Vec<Value> = if summary == Some("count") {
+            Vec::new()
+        } else {
+            matches
+                .iter()
+                .skip(offset)
+                .take(count)
+                .map(|r| {
+                    let mut res = (***r).clone();
+                    if let Some(o) = res.as_object_mut() {
+                        if summary == Some("true") {
+                            for k in ["concept", "compose", "expansion", "group", "text"] {
+                                o.remove(k);
+                            }
+                        }
+                        if let Some(el) = &elements {
+                            o.retain(|k, _| {
+                                matches!(k.as_str(), "resourceType" | "id" | "meta")
+                                    || el.contains(&k.as_str())
+                            });
+                        }
+                    }
+                    let id = res["id"].as_str().unwrap_or_default().to_string();
+                    json!({
+                        "fullUrl": format!("{base}/{}/{id}", kind.name()),
+                        "resource": res,
+                        "search": {"mode": "match"},
+                    })
+                })
+                .collect()
+        };
+        let mut bundle = json!({
+            "resourceType": "Bundle",
+            "type": "searchset",
+            "total": total,
+        });
+        if !entries.is_empty() {
+            bundle["entry"] = Value::Array(entries);
+        }
+        bundle
+    }
+
+    /// The TerminologyCapabilities resource (`/metadata?mode=terminology`).
+    pub fn capabilities(&self, software_version: &str) -> Value {
+        let mut systems: Vec<Value> = Vec::new();
+        let mut seen = std::collections::BTreeMap::<String, Vec<String>>::new();
+        for r in self.registry.resources(Kind::CodeSystem) {
+            if r["content"] == "supplement" {
+                continue;
+            }
+            let url = r["url"].as_str().unwrap_or_default().to_string();
+            let versions = seen.entry(url).or_default();
+            if let Some(v) = r["version"].as_str() {
+                versions.push(v.to_string());
+            }
+        }
+        for (url, versions) in seen {
+            let mut cs = json!({"uri": url});
+            if !versions.is_empty() {
+                cs["version"] =
+                    Value::Array(versions.into_iter().map(|v| json!({"code": v})).collect());
+            }
+            systems.push(cs);
+        }
+        let params = [
+            "activeOnly",
+            "check-system-version",
+            "count",
+            "displayLanguage",
+            "excludeNested",
+            "force-system-version",
+            "includeDefinition",
+            "includeDesignations",
+            "offset",
+            "property",
+            "system-version",
+            "tx-resource",
+        ];
+        json!({
+            "resourceType": "TerminologyCapabilities",
+            "version": software_version,
+            "name": "ThothTerminologyCapabilities",
+            "title": "Thoth Terminology Capabilities",
+            "status": "active",
+            "date": "2026-11-22",
+            "kind": "instance",
+            "software": {"name": "Thoth", "version": software_version},
+            "codeSystem": systems,
+            "expansion": {
+                "hierarchical": true,
+                "paging": true,
+                "parameter": params.iter().map(|p| json!({"name": p})).collect::<Vec<_>>(),
+            },
+            "validateCode": {"translations": false},
+            "translation": {"needsMap": false},
+        })
+    }
+}

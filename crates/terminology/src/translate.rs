@@ -1,0 +1,124 @@
+//! `ConceptMap/$translate`, forward (source code to targets) and reverse (target code to sources), over R4
+//! (`equivalence`) and R5 (`relationship`) shaped concept maps.
+
+use crate::context::Ctx;
+use crate::error::TxError;
+use crate::params::Params;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// ConceptMap/$translate.
+pub fn translate(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
+    let coding = params
+        .complex("coding", "valueCoding")
+        .or_else(|| params.complex("sourceCoding", "valueCoding"))
+        .cloned();
+    let (mut code, mut system) = (
+        params.str("code").or_else(|| params.str("sourceCode")),
+        params.str("system").or_else(|| params.str("sourceSystem")),
+    );
+    if let Some(c) = &coding {
+        code = c["code"].as_str().map(str::to_string);
+        system = c["system"].as_str().map(str::to_string);
+    }
+    let reverse_code = params.str("targetCode");
+    let target_system = params
+        .str("targetSystem")
+        .or_else(|| params.str("target"))
+        .filter(|_| reverse_code.is_none());
+    let reverse = reverse_code.is_some() && code.is_none();
+    let (code, system) = if reverse {
+        (reverse_code, params.str("targetSystem"))
+    } else {
+        (code, system)
+    };
+    let Some(code) = code else {
+        return Err(TxError::invalid(
+            "No code to translate (sourceCode, sourceCoding, code, coding or targetCode)",
+        ));
+    };
+
+    let maps: Vec<Arc<Value>> = match params.resource("conceptMap") {
+        Some(m) => vec![Arc::new(m.clone())],
+        None => match params.str("url") {
+            Some(u) => ctx.find_cm(&u).into_iter().collect(),
+            None => ctx.concept_maps(),
+        },
+    };
+    let mut matches = Vec::new();
+    for map in &maps {
+        let origin = match map["version"].as_str() {
+            Some(v) => format!("{}|{v}", map["url"].as_str().unwrap_or("")),
+            None => map["url"].as_str().unwrap_or("").to_string(),
+        };
+        for group in map["group"].as_array().into_iter().flatten() {
+            let source = group["source"].as_str().unwrap_or("");
+            let target = group["target"].as_str().unwrap_or("");
+            let (from, to) = if reverse {
+                (target, source)
+            } else {
+                (source, target)
+            };
+            if system.as_deref().is_some_and(|s| s != from) {
+                continue;
+            }
+            if !reverse && target_system.as_deref().is_some_and(|t| t != to) {
+                continue;
+            }
+            if reverse && params.str("sourceSystem").is_some_and(|s| s != to) {
+                continue;
+            }
+            for element in group["element"].as_array().into_iter().flatten() {
+                for t in element["target"].as_array().into_iter().flatten() {
+                    let (here, there) = if reverse {
+                        (t["code"].as_str(), element["code"].as_str())
+                    } else {
+                        (element["code"].as_str(), t["code"].as_str())
+                    };
+                    if here != Some(code.as_str()) {
+                        continue;
+                    }
+                    let equivalence = t["equivalence"]
+                        .as_str()
+                        .or_else(|| t["relationship"].as_str())
+                        .unwrap_or("equivalent");
+                    let mut concept = json!({"system": to});
+                    if let Some(c) = there {
+                        concept["code"] = json!(c);
+                    }
+                    let display = if reverse {
+                        element["display"].as_str()
+                    } else {
+                        t["display"].as_str()
+                    };
+                    if let Some(d) = display {
+                        concept["display"] = json!(d);
+                    }
+                    matches.push(json!({"name": "match", "part": [
+                        {"name": "equivalence", "valueCode": r4_equivalence(equivalence)},
+                        {"name": "concept", "valueCoding": concept},
+                        {"name": "originMap", "valueCanonical": origin},
+                    ]}));
+                }
+            }
+        }
+    }
+    let result = !matches.is_empty();
+    let mut out = vec![json!({"name": "result", "valueBoolean": result})];
+    if !result {
+        out.push(json!({"name": "message", "valueString": format!("No translations found for code '{code}'")}));
+    }
+    out.extend(matches);
+    Ok(json!({"resourceType": "Parameters", "parameter": out}))
+}
+
+/// R5 relationship codes in R4's equivalence vocabulary.
+fn r4_equivalence(code: &str) -> &str {
+    match code {
+        "related-to" => "relatedto",
+        "source-is-narrower-than-target" => "narrower",
+        "source-is-broader-than-target" => "wider",
+        "not-related-to" => "unmatched",
+        other => other,
+    }
+}

@@ -1,0 +1,664 @@
+//! `$validate-code` for value sets and code systems: is this code (Coding, CodeableConcept) valid, what is its
+//! display, and which issues explain a negative answer.
+
+use crate::codesystem::{CodeSystem, Content};
+use crate::context::{Ctx, lang_matches, parse_languages, split_canonical};
+use crate::error::{Issue, Severity, TxError, operation_outcome};
+use crate::expand::{evaluate, vs_canonical, vs_supplements};
+use crate::params::Params;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// One coding to check, with the FHIRPath of where it came from.
+#[derive(Debug, Clone)]
+struct Coding {
+    system: Option<String>,
+    version: Option<String>,
+    code: String,
+    display: Option<String>,
+    /// Prefix of expressions: "" (code/system params), "Coding.", "CodeableConcept.coding[0].".
+    path: String,
+}
+
+impl Coding {
+    fn expr(&self, element: &str) -> String {
+        if self.path.is_empty() {
+            element.to_string()
+        } else {
+            format!("{}{element}", self.path)
+        }
+    }
+
+    fn whole(&self) -> String {
+        if self.path.is_empty() {
+            "code".to_string()
+        } else {
+            self.path.trim_end_matches('.').to_string()
+        }
+    }
+
+    fn label(&self) -> String {
+        format!("{}#{}", self.system.as_deref().unwrap_or(""), self.code)
+    }
+}
+
+/// The outcome of checking one coding.
+#[derive(Debug, Default)]
+struct Check {
+    ok: bool,
+    system: Option<String>,
+    version: Option<String>,
+    code: Option<String>,
+    display: Option<String>,
+    inactive: bool,
+    status: Option<String>,
+    issues: Vec<Issue>,
+    unknown_system: Option<String>,
+}
+
+fn read_codings(params: &Params) -> Result<(Vec<Coding>, Option<Value>, bool), TxError> {
+    if let Some(cc) = params.complex("codeableConcept", "valueCodeableConcept") {
+        let codings = cc["coding"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .enumerate()
+                    .map(|(i, c)| Coding {
+                        system: c["system"].as_str().map(str::to_string),
+                        version: c["version"].as_str().map(str::to_string),
+                        code: c["code"].as_str().unwrap_or_default().to_string(),
+                        display: c["display"].as_str().map(str::to_string),
+                        path: format!("CodeableConcept.coding[{i}]."),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        return Ok((codings, Some(cc.clone()), true));
+    }
+    if let Some(c) = params.complex("coding", "valueCoding") {
+        return Ok((
+            vec![Coding {
+                system: c["system"].as_str().map(str::to_string),
+                version: c["version"].as_str().map(str::to_string),
+                code: c["code"].as_str().unwrap_or_default().to_string(),
+                display: c["display"].as_str().map(str::to_string),
+                path: "Coding.".to_string(),
+            }],
+            None,
+            false,
+        ));
+    }
+    let Some(code) = params.str("code") else {
+        return Err(TxError::invalid(
+            "Unable to find code to validate (looked for coding | codeableConcept | code in parameters)",
+        ));
+    };
+    Ok((
+        vec![Coding {
+            system: params.str("system"),
+            version: params
+                .str("systemVersion")
+                .or_else(|| params.str("version")),
+            code,
+            display: params.str("display"),
+            path: String::new(),
+        }],
+        None,
+        false,
+    ))
+}
+
+/// ValueSet/$validate-code.
+pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
+    let vs: Arc<Value> = if let Some(v) = params.resource("valueSet") {
+        Arc::new(v.clone())
+    } else if let Some(url) = params.str("url") {
+        let url = match params.str("valueSetVersion") {
+            Some(v) if !url.contains('|') => format!("{url}|{v}"),
+            _ => url,
+        };
+        ctx.find_vs(&url).ok_or_else(|| {
+            TxError::not_found(format!(
+                "A definition for the value Set '{url}' could not be found"
+            ))
+        })?
+    } else {
+        return Err(TxError::invalid(
+            "No value set was provided (url or valueSet)",
+        ));
+    };
+    let (codings, cc, is_cc) = read_codings(params)?;
+    let vs_label = vs_canonical(&vs);
+    let mut stack = Vec::new();
+    let ev = evaluate(ctx, &vs, &mut stack)?;
+    let supplements = vs_supplements(&vs);
+
+    let mut checks = Vec::new();
+    for coding in &codings {
+        let mut coding = coding.clone();
+        let mut check = Check::default();
+        if coding.system.is_none() {
+            // Infer the system from the value set's codes.
+            let systems: Vec<&str> = ev
+                .set
+                .entries
+                .iter()
+                .filter(|e| e.code == coding.code)
+                .map(|e| e.system.as_str())
+                .collect();
+            if systems.len() == 1 {
+                coding.system = Some(systems[0].to_string());
+            } else {
+                let text = if systems.is_empty() {
+                    format!(
+                        "The System URI could not be determined for the code '{}' in the ValueSet '{vs_label}'",
+                        coding.code
+                    )
+                } else {
+                    format!(
+                        "The System URI could not be determined for the code '{}' in the ValueSet '{vs_label}': value set expansion has multiple matches: [{}]",
+                        coding.code,
+                        systems.join(", ")
+                    )
+                };
+                check.issues.push(
+                    Issue::new(Severity::Error, "not-found", Some("cannot-infer"), text)
+                        .at(coding.expr("code")),
+                );
+                check.issues.push(
+                    Issue::new(
+                        Severity::Error,
+                        "code-invalid",
+                        Some("not-in-vs"),
+                        format!(
+                            "The provided code '#{}' was not found in the value set '{vs_label}'",
+                            coding.code
+                        ),
+                    )
+                    .at(coding.expr("code")),
+                );
+                check.code = Some(coding.code.clone());
+                checks.push(check);
+                continue;
+            }
+        }
+        let system = coding.system.clone().unwrap_or_default();
+        check.system = Some(system.clone());
+        check.code = Some(coding.code.clone());
+        // Which version of the code system does the value set use?
+        let include_version = vs["compose"]["include"].as_array().and_then(|incs| {
+            incs.iter()
+                .find(|i| i["system"] == system.as_str())
+                .and_then(|i| i["version"].as_str().map(str::to_string))
+        });
+        let stated = coding.version.clone().or(include_version.clone());
+        let v = ctx.effective_version(&system, stated.as_deref());
+        let cs = match ctx.find_cs(&system, v.as_deref()) {
+            Some(cs) => Some(ctx.with_supplements(cs, &supplements)?),
+            None => {
+                unknown_system(ctx, &coding, v.as_deref(), &mut check);
+                None
+            }
+        };
+        if let Some(i) = cs
+            .as_ref()
+            .and_then(|cs| status_issue(&cs.resource, "CodeSystem"))
+        {
+            check.issues.push(i);
+        }
+        let in_vs = ev.set.contains(&system, &coding.code)
+            || cs
+                .as_ref()
+                .and_then(|cs| cs.find(&coding.code).map(|i| cs.concepts[i].code.clone()))
+                .is_some_and(|c| ev.set.contains(&system, &c));
+        if let Some(cs) = &cs {
+            check_in_cs(ctx, cs, &coding, &mut check);
+            if !in_vs {
+                check.ok = false;
+            }
+        }
+        if !in_vs {
+            let shown = match &coding.display {
+                Some(d) => format!("{} ('{d}')", coding.label()),
+                None => coding.label(),
+            };
+            let severity = if is_cc {
+                Severity::Information
+            } else {
+                Severity::Error
+            };
+            let tx = if is_cc {
+                "this-code-not-in-vs"
+            } else {
+                "not-in-vs"
+            };
+            check.issues.insert(
+                0,
+                Issue::new(
+                    severity,
+                    "code-invalid",
+                    Some(tx),
+                    format!(
+                        "The provided code '{shown}' was not found in the value set '{vs_label}'"
+                    ),
+                )
+                .at(coding.expr("code")),
+            );
+        }
+        checks.push(check);
+    }
+
+    if let (Some(i), Some(first)) = (status_issue(&vs, "ValueSet"), checks.first_mut()) {
+        first.issues.push(i);
+    }
+    Ok(render(ctx, checks, cc, is_cc, Some(&vs_label)))
+}
+
+/// CodeSystem/$validate-code.
+pub fn validate_cs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
+    let (mut codings, cc, is_cc) = read_codings(params)?;
+    let cs_resource = params.resource("codeSystem").cloned();
+    let url = params.str("url");
+    let mut checks = Vec::new();
+    for coding in codings.iter_mut() {
+        if coding.system.is_none() {
+            coding.system = url.clone().or_else(|| {
+                cs_resource
+                    .as_ref()
+                    .and_then(|r| r["url"].as_str().map(str::to_string))
+            });
+        }
+        let mut check = Check {
+            system: coding.system.clone(),
+            code: Some(coding.code.clone()),
+            ..Check::default()
+        };
+        let system = coding.system.clone().unwrap_or_default();
+        let cs = match &cs_resource {
+            Some(r) => Some(Arc::new(CodeSystem::from_json(Arc::new(r.clone())))),
+            None => {
+                let (u, v) = split_canonical(&system);
+                let version = coding
+                    .version
+                    .clone()
+                    .or(v.map(str::to_string))
+                    .or_else(|| params.str("version"));
+                let version = ctx.effective_version(u, version.as_deref());
+                match ctx.find_cs(u, version.as_deref()) {
+                    Some(cs) => Some(ctx.with_supplements(cs, &[])?),
+                    None => {
+                        unknown_system(ctx, coding, version.as_deref(), &mut check);
+                        None
+                    }
+                }
+            }
+        };
+        if let Some(cs) = cs {
+            check_in_cs(ctx, &cs, coding, &mut check);
+            if let Some(i) = status_issue(&cs.resource, "CodeSystem") {
+                check.issues.push(i);
+            }
+        }
+        checks.push(check);
+    }
+    Ok(render(ctx, checks, cc, is_cc, None))
+}
+
+/// "Reference to draft/experimental/deprecated/withdrawn ..." notes for a resource used by the operation.
+fn status_issue(resource: &Value, kind: &str) -> Option<Issue> {
+    let standards = resource["extension"].as_array().and_then(|a| {
+        a.iter()
+            .find(|e| {
+                e["url"] == "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status"
+            })
+            .and_then(|e| e["valueCode"].as_str())
+    });
+    let label = match standards {
+        Some(s @ ("deprecated" | "withdrawn")) => s,
+        _ if resource["status"] == "draft" => "draft",
+        _ if resource["experimental"] == Value::Bool(true) => "experimental",
+        _ => return None,
+    };
+    let url = resource["url"].as_str().unwrap_or_default();
+    let canonical = match resource["version"].as_str() {
+        Some(v) => format!("{url}|{v}"),
+        None => url.to_string(),
+    };
+    Some(Issue::new(
+        Severity::Information,
+        "business-rule",
+        Some("status-check"),
+        format!("Reference to {label} {kind} {canonical}"),
+    ))
+}
+
+fn unknown_system(ctx: &Ctx<'_>, coding: &Coding, version: Option<&str>, check: &mut Check) {
+    let system = coding.system.clone().unwrap_or_default();
+    if ctx.find_vs(&system).is_some() {
+        check.issues.push(
+            Issue::new(
+                Severity::Error,
+                "invalid",
+                Some("invalid-data"),
+                format!("The Coding references a value set, not a code system ('{system}')"),
+            )
+            .at(coding.expr("system")),
+        );
+        check.ok = false;
+        return;
+    }
+    let known = ctx.known_versions(&system);
+    let text = match version {
+        Some(v) if !known.is_empty() => format!(
+            "A definition for CodeSystem '{system}' version '{v}' could not be found, so the code cannot be validated. Valid versions: {}",
+            known.join(" or ")
+        ),
+        Some(v) => format!(
+            "A definition for CodeSystem '{system}' version '{v}' could not be found, so the code cannot be validated. No versions of this code system are known"
+        ),
+        None => format!(
+            "A definition for CodeSystem '{system}' could not be found, so the code cannot be validated"
+        ),
+    };
+    check.issues.push(
+        Issue::new(Severity::Error, "not-found", Some("not-found"), text).at(coding.expr("system")),
+    );
+    check.unknown_system = Some(match version {
+        Some(v) => format!("{system}|{v}"),
+        None => system,
+    });
+    check.ok = false;
+}
+
+/// Checks the code, display and status of `coding` in `cs`, filling `check`.
+fn check_in_cs(ctx: &Ctx<'_>, cs: &CodeSystem, coding: &Coding, check: &mut Check) {
+    check.version = cs.version.clone();
+    let Some(i) = cs.find(&coding.code) else {
+        if cs.content == Content::Fragment {
+            check.issues.push(
+                Issue::new(
+                    Severity::Warning,
+                    "code-invalid",
+                    Some("invalid-code"),
+                    format!(
+                        "Unknown Code '{}' in the CodeSystem '{}' version '{}' - note that the code system is labeled as a fragment, so the code may be valid in some other fragment",
+                        coding.code,
+                        cs.url,
+                        cs.version.as_deref().unwrap_or("")
+                    ),
+                )
+                .at(coding.expr("code")),
+            );
+            check.ok = true;
+            return;
+        }
+        let text = match &cs.version {
+            Some(v) => format!(
+                "Unknown code '{}' in the CodeSystem '{}' version '{v}'",
+                coding.code, cs.url
+            ),
+            None => format!(
+                "Unknown code '{}' in the CodeSystem '{}'",
+                coding.code, cs.url
+            ),
+        };
+        check.issues.push(
+            Issue::new(Severity::Error, "code-invalid", Some("invalid-code"), text)
+                .at(coding.expr("code")),
+        );
+        check.ok = false;
+        return;
+    };
+    let concept = &cs.concepts[i];
+    check.ok = true;
+    check.code = Some(concept.code.clone());
+    if concept.code != coding.code {
+        check.issues.push(
+            Issue::new(
+                Severity::Information,
+                "business-rule",
+                Some("code-rule"),
+                format!(
+                    "The code '{}' differs from the correct code '{}' by case. Although the code system '{}' is case insensitive, implementers are strongly encouraged to use the correct case anyway",
+                    coding.code,
+                    concept.code,
+                    cs.versioned_url()
+                ),
+            )
+            .at(coding.expr("code")),
+        );
+    }
+    check.display = ctx.display(cs, concept);
+    if concept.is_inactive() {
+        check.inactive = true;
+        check.status = concept.status();
+        let status = match concept.status().as_deref() {
+            Some(s) if s != "inactive" => format!("{s} and inactive"),
+            _ => "inactive".to_string(),
+        };
+        check.issues.push(
+            Issue::new(
+                Severity::Warning,
+                "business-rule",
+                Some("code-comment"),
+                format!(
+                    "The concept '{}' has a status of {status} and its use should be reviewed",
+                    concept.code
+                ),
+            )
+            .at(coding.whole()),
+        );
+    } else if concept.is_deprecated() {
+        check.status = Some("deprecated".to_string());
+        check.issues.push(
+            Issue::new(
+                Severity::Warning,
+                "business-rule",
+                Some("code-comment"),
+                format!(
+                    "The concept '{}' is deprecated and its use should be reviewed",
+                    concept.code
+                ),
+            )
+            .at(coding.whole()),
+        );
+    }
+    if let Some(display) = &coding.display {
+        check_display(ctx, cs, concept, display, coding, check);
+    }
+}
+
+fn check_display(
+    ctx: &Ctx<'_>,
+    cs: &CodeSystem,
+    concept: &crate::codesystem::Concept,
+    display: &str,
+    coding: &Coding,
+    check: &mut Check,
+) {
+    let cs_lang = cs.language.clone().unwrap_or_else(|| "en".to_string());
+    let mut candidates: Vec<(String, String)> = Vec::new();
+    if let Some(d) = &concept.display {
+        candidates.push((cs_lang.clone(), d.clone()));
+    }
+    // Designations without a language are other kinds of names (synonyms of a special use), not displays.
+    for d in &concept.designations {
+        if let Some(l) = &d.language {
+            candidates.push((l.clone(), d.value.clone()));
+        }
+    }
+    let langs: Vec<String> = ctx
+        .opts
+        .display_language
+        .as_deref()
+        .map(parse_languages)
+        .unwrap_or_default();
+    let in_lang =
+        |l: &str| langs.is_empty() || langs.iter().any(|r| r == "*" || lang_matches(r, l));
+    let eq = |a: &str, b: &str| {
+        if cs.case_sensitive {
+            a == b
+        } else {
+            a.eq_ignore_ascii_case(b)
+        }
+    };
+    if candidates.iter().any(|(l, d)| in_lang(l) && eq(d, display)) {
+        return;
+    }
+    let normalize = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lang_label = if langs.is_empty() {
+        "--".to_string()
+    } else {
+        langs.join(",")
+    };
+    let valid: Vec<&(String, String)> = candidates.iter().filter(|(l, _)| in_lang(l)).collect();
+    if valid.is_empty() {
+        if candidates.iter().any(|(_, d)| eq(d, display)) {
+            check.issues.push(
+                Issue::new(
+                    Severity::Information,
+                    "invalid",
+                    Some("invalid-display"),
+                    format!(
+                        "There are no valid display names found for the code {} for language(s) '{lang_label}'. The display is '{display}' which is a valid display for the default language",
+                        coding.label()
+                    ),
+                )
+                .at(coding.expr("display")),
+            );
+            return;
+        }
+        check.issues.push(
+            Issue::new(
+                Severity::Error,
+                "invalid",
+                Some("invalid-display"),
+                format!(
+                    "Wrong Display Name '{display}' for {}. There are no valid display names found for language(s) '{lang_label}'. Default display is '{}'",
+                    coding.label(),
+                    concept.display.as_deref().unwrap_or("")
+                ),
+            )
+            .at(coding.expr("display")),
+        );
+        check.ok = false;
+        return;
+    }
+    let ws = valid
+        .iter()
+        .any(|(_, d)| normalize(d) == normalize(display));
+    let list = valid
+        .iter()
+        .map(|(l, d)| format!("'{d}' ({l})"))
+        .collect::<Vec<_>>();
+    let shown = if list.len() == 1 {
+        format!("Valid display is {}", list[0])
+    } else {
+        format!(
+            "Valid display is one of {} choices: {}",
+            list.len(),
+            list.join(" or ")
+        )
+    };
+    let text = if ws {
+        format!(
+            "Wrong whitespace in Display Name '{display}' for {}. {shown} (for the language(s) '{lang_label}')",
+            coding.label()
+        )
+    } else {
+        format!(
+            "Wrong Display Name '{display}' for {}. {shown} (for the language(s) '{lang_label}')",
+            coding.label()
+        )
+    };
+    check.issues.push(
+        Issue::new(Severity::Error, "invalid", Some("invalid-display"), text)
+            .at(coding.expr("display")),
+    );
+    check.ok = false;
+}
+
+fn render(
+    _ctx: &Ctx<'_>,
+    checks: Vec<Check>,
+    cc: Option<Value>,
+    is_cc: bool,
+    vs_label: Option<&str>,
+) -> Value {
+    let mut out = Vec::new();
+    let ok = if is_cc {
+        checks.iter().any(|c| c.ok)
+    } else {
+        checks.iter().all(|c| c.ok)
+    };
+    let mut issues: Vec<Issue> = Vec::new();
+    // The coding whose details we report: the first valid one, else the first.
+    let main = checks.iter().position(|c| c.ok).unwrap_or(0);
+    if let (true, false, Some(vs)) = (is_cc, ok, vs_label) {
+        {
+            issues.push(Issue::new(
+                Severity::Error,
+                "code-invalid",
+                Some("not-in-vs"),
+                format!("No valid coding was found for the value set '{vs}'"),
+            ));
+        }
+    }
+    for c in &checks {
+        for i in &c.issues {
+            if is_cc && ok && i.tx_code == Some("this-code-not-in-vs") {
+                continue;
+            }
+            issues.push(i.clone());
+        }
+    }
+    if let Some(c) = checks.get(main) {
+        if let (Some(code), true) = (&c.code, !is_cc || ok) {
+            out.push(json!({"name": "code", "valueCode": code}));
+        }
+        if let Some(d) = &c.display {
+            out.push(json!({"name": "display", "valueString": d}));
+        }
+        if c.inactive {
+            out.push(json!({"name": "inactive", "valueBoolean": true}));
+        }
+        if let (Some(s), true) = (&c.system, !is_cc || ok) {
+            out.push(json!({"name": "system", "valueUri": s}));
+        }
+        if let (Some(v), true) = (&c.version, !is_cc || ok) {
+            out.push(json!({"name": "version", "valueString": v}));
+        }
+        if let (Some(s), true) = (&c.status, c.inactive) {
+            out.push(json!({"name": "status", "valueCode": s}));
+        }
+    }
+    for c in &checks {
+        if let Some(u) = &c.unknown_system {
+            out.push(json!({"name": "x-unknown-system", "valueCanonical": u}));
+        }
+    }
+    if let Some(cc) = cc {
+        out.push(json!({"name": "codeableConcept", "valueCodeableConcept": cc}));
+    }
+    if !issues.is_empty() {
+        let mut texts: Vec<&str> = issues
+            .iter()
+            .filter(|i| {
+                if ok {
+                    i.severity != Severity::Information
+                } else {
+                    i.severity == Severity::Error
+                }
+            })
+            .map(|i| i.text.as_str())
+            .collect();
+        texts.sort();
+        texts.dedup();
+        if !texts.is_empty() {
+            out.push(json!({"name": "message", "valueString": texts.join("; ")}));
+        }
+        out.push(json!({"name": "issues", "resource": operation_outcome(&issues)}));
+    }
+    out.push(json!({"name": "result", "valueBoolean": ok}));
+    json!({"resourceType": "Parameters", "parameter": out})
+}

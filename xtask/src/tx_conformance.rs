@@ -1,0 +1,149 @@
+//! `cargo xtask tx-conformance [--modes general,snomed] [--min-pass N] [-- runner options]`: runs the official
+//! HL7 terminology conformance tests against a freshly built Thoth.
+//!
+//! It prepares a data directory with the content the suites rely on (the FHIR packages in
+//! `../shared/data/fhir/packages`), builds `thoth`, starts `thoth serve` on a free port, runs
+//! `../shared/tools/tx-runner/run-tx-tests.sh`, prints the runner's summary and stops the server. With
+//! `--min-pass N` it fails when fewer than N tests pass (the CI gate).
+
+use anyhow::{Context, bail};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs the task with the arguments after `tx-conformance`.
+pub fn run(args: &[String]) -> anyhow::Result<()> {
+    let mut modes = "general,snomed".to_string();
+    let mut min_pass: Option<usize> = None;
+    let mut runner_args = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--modes" => modes = it.next().context("--modes needs a value")?.clone(),
+            "--min-pass" => {
+                min_pass = Some(it.next().context("--min-pass needs a value")?.parse()?)
+            }
+            "--" => runner_args.extend(it.by_ref().cloned()),
+            other => bail!("unknown option {other}"),
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask has no parent directory")?
+        .to_path_buf();
+    let shared = root.join("../shared");
+    let runner = shared.join("tools/tx-runner/run-tx-tests.sh");
+    if !runner.exists() {
+        bail!(
+            "{} is missing: the conformance runner lives in ../shared beside this checkout",
+            runner.display()
+        );
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let data = target.join("tx-conformance/data");
+    prepare_data(&shared, &data)?;
+
+    eprintln!("building thoth ...");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "-p", "thoth"])
+        .current_dir(&root)
+        .status()?;
+    if !status.success() {
+        bail!("cargo build failed");
+    }
+    let exe = target.join("release/thoth");
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let log = std::fs::File::create(target.join("tx-conformance/server.log"))?;
+    let mut server = Command::new(&exe)
+        .args(["--data"])
+        .arg(&data)
+        .args(["serve", "--http", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("starting {}", exe.display()))?;
+    let result = (|| {
+        wait_healthy(port, Duration::from_secs(120))?;
+        let out_dir = target.join("tx-conformance/out");
+        let _ = std::fs::remove_dir_all(&out_dir);
+        let started = Instant::now();
+        let mut child = Command::new(&runner)
+            .arg(format!("http://127.0.0.1:{port}/fhir"))
+            .arg(&modes)
+            .arg(&out_dir)
+            .args(&runner_args)
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let mut summary = String::new();
+        let stdout = child.stdout.take().context("runner has no stdout")?;
+        for line in BufReader::new(stdout).lines() {
+            let line = line?;
+            if line.contains(": Fail") || line.starts_with("txTests:") || line.contains("Exception")
+            {
+                println!("{line}");
+            }
+            if line.starts_with("txTests:") {
+                summary = line;
+            }
+        }
+        child.wait()?;
+        println!(
+            "runner output: {} ({:.0} s)",
+            out_dir.display(),
+            started.elapsed().as_secs_f64()
+        );
+        anyhow::Ok(summary)
+    })();
+    let _ = server.kill();
+    let _ = server.wait();
+    let summary = result?;
+    let passed: usize = summary
+        .strip_prefix("txTests: ")
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .with_context(|| format!("no summary line from the runner (got {summary:?})"))?;
+    println!("{summary}");
+    if let Some(min) = min_pass {
+        if passed < min {
+            bail!("{passed} tests passed, fewer than the recorded {min}");
+        }
+    }
+    Ok(())
+}
+
+/// Puts the FHIR packages the suites use into `<data>/packages`.
+fn prepare_data(shared: &Path, data: &Path) -> anyhow::Result<()> {
+    let packages = data.join("packages");
+    std::fs::create_dir_all(&packages)?;
+    let source = shared.join("data/fhir/packages");
+    for entry in std::fs::read_dir(&source).with_context(|| source.display().to_string())? {
+        let p = entry?.path();
+        if p.extension().is_some_and(|e| e == "tgz") {
+            let to = packages.join(p.file_name().context("no file name")?);
+            if !to.exists() {
+                std::fs::copy(&p, &to)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn wait_healthy(port: u16, limit: Duration) -> anyhow::Result<()> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.write_all(b"GET /healthz HTTP/1.0\r\n\r\n");
+            let mut buf = String::new();
+            let _ = s.read_to_string(&mut buf);
+            if buf.contains("200") {
+                return Ok(());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    bail!("thoth did not answer /healthz on port {port} within {limit:?}")
+}
