@@ -4,6 +4,7 @@ mod ecl;
 mod fixtures;
 mod hierarchy;
 mod naive;
+mod scale;
 mod search;
 mod store_files;
 
