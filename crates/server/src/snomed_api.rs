@@ -11,9 +11,7 @@ use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Map, Value, json};
-use snomed::{
-    ConceptIdx, Description, RefsetMember, SctId, SearchRequest, Store, format_date,
-};
+use snomed::{ConceptIdx, Description, RefsetMember, SctId, SearchRequest, Store, format_date};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -35,7 +33,9 @@ pub(crate) fn routes() -> Router<AppState> {
 
 fn store(state: &AppState) -> Result<&Arc<Store>, ApiError> {
     state.snomed.as_ref().ok_or_else(|| {
-        ApiError::NotFound("no SNOMED CT release is loaded; run `thoth import snomed PATH...`".into())
+        ApiError::NotFound(
+            "no SNOMED CT release is loaded; run `thoth import snomed PATH...`".into(),
+        )
     })
 }
 
@@ -75,7 +75,10 @@ fn description_json(d: &Description<'_>) -> Map<String, Value> {
     m.insert("languageCode".into(), d.language.into());
     m.insert("typeId".into(), d.type_id.get().into());
     m.insert("term".into(), d.term.into());
-    m.insert("caseSignificanceId".into(), d.case_significance.get().into());
+    m.insert(
+        "caseSignificanceId".into(),
+        d.case_significance.get().into(),
+    );
     m
 }
 
@@ -104,7 +107,10 @@ fn member_json(store: &Store, m: &RefsetMember<'_>) -> Value {
     o.insert("active".into(), m.active.into());
     o.insert("moduleId".into(), m.module.get().into());
     o.insert("refsetId".into(), m.refset.get().into());
-    o.insert("referencedComponentId".into(), m.referenced_component.into());
+    o.insert(
+        "referencedComponentId".into(),
+        m.referenced_component.into(),
+    );
     if let Some(fields) = store.refset_fields(m.refset) {
         let types = fields.pattern.as_bytes();
         for (i, (name, value)) in fields.names.iter().zip(m.fields()).enumerate() {
@@ -122,7 +128,10 @@ fn member_json(store: &Store, m: &RefsetMember<'_>) -> Value {
     Value::Object(o)
 }
 
-async fn concept(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn concept(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     let store = store(&state)?;
     let idx = concept_idx(store, &id)?;
     Ok(Json(concept_json(store, idx)))
@@ -240,7 +249,12 @@ async fn properties(
             snomed::Value::Decimal(f) => Value::from(f),
             snomed::Value::String(s) => Value::from(s),
         };
-        groups.entry(c.group).or_default().entry(c.type_id.get()).or_default().push(v);
+        groups
+            .entry(c.group)
+            .or_default()
+            .entry(c.type_id.get())
+            .or_default()
+            .push(v);
     }
     let mut out = Map::new();
     for (g, types) in groups {
@@ -261,7 +275,10 @@ async fn historical(
     let idx = concept_idx(store, &id)?;
     let mut by_refset: BTreeMap<u64, Vec<Value>> = BTreeMap::new();
     for m in store.historical_associations(store.id_of(idx)) {
-        by_refset.entry(m.refset.get()).or_default().push(member_json(store, &m));
+        by_refset
+            .entry(m.refset.get())
+            .or_default()
+            .push(member_json(store, &m));
     }
     let out: Map<String, Value> = by_refset
         .into_iter()
@@ -316,7 +333,11 @@ async fn map_to(
         .ancestors(idx)
         .iter()
         .copied()
-        .filter(|&a| store.refset_members_for(refset, store.id_of(a).get()).any(|m| m.active))
+        .filter(|&a| {
+            store
+                .refset_members_for(refset, store.id_of(a).get())
+                .any(|m| m.active)
+        })
         .collect();
     let most_specific = in_refset
         .iter()
@@ -352,10 +373,30 @@ async fn crossmap(
     let code = code.to_uppercase();
     let items: Vec<Value> = store
         .refset_members(refset)
-        .filter(|m| m.active && m.field(target).is_some_and(|t| t.eq_ignore_ascii_case(&code)))
+        .filter(|m| {
+            m.active
+                && m.field(target)
+                    .is_some_and(|t| t.eq_ignore_ascii_case(&code))
+        })
         .map(|m| member_json(store, &m))
         .collect();
     Ok(Json(Value::Array(items)))
+}
+
+/// `maxHits`: `default` when absent, an error unless `1..=max`.
+fn max_hits(
+    params: &HashMap<String, String>,
+    default: usize,
+    max: usize,
+) -> Result<usize, ApiError> {
+    match params.get("maxHits") {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| ApiError::BadRequest(format!("invalid parameter maxHits: '{v}'"))),
+    }
 }
 
 fn flag(params: &HashMap<String, String>, name: &str) -> Result<Option<bool>, ApiError> {
@@ -363,7 +404,9 @@ fn flag(params: &HashMap<String, String>, name: &str) -> Result<Option<bool>, Ap
         None => Ok(None),
         Some("1" | "true") => Ok(Some(true)),
         Some("0" | "false" | "") => Ok(Some(false)),
-        Some(v) => Err(ApiError::BadRequest(format!("invalid parameter {name}: '{v}'"))),
+        Some(v) => Err(ApiError::BadRequest(format!(
+            "invalid parameter {name}: '{v}'"
+        ))),
     }
 }
 
@@ -375,14 +418,7 @@ async fn search(
     let store = store(&state)?;
     let text = params.get("s").map(String::as_str).unwrap_or("");
     let mut req = SearchRequest::new(text);
-    req.max_hits = match params.get("maxHits") {
-        Some(v) => v
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..10_000).contains(n))
-            .ok_or_else(|| ApiError::BadRequest(format!("invalid parameter maxHits: '{v}'")))?,
-        None => 200,
-    };
+    req.max_hits = max_hits(&params, 500, 9_999)?;
     let fuzzy_distance = |b: Option<bool>| if b == Some(true) { 2 } else { 0 };
     req.fuzzy = fuzzy_distance(flag(&params, "fuzzy")?);
     req.fallback_fuzzy = fuzzy_distance(flag(&params, "fallbackFuzzy")?);
@@ -395,13 +431,19 @@ async fn search(
     if let Some(v) = params.get("refset") {
         req.refsets = v.split(',').map(parse_id).collect::<Result<_, _>>()?;
     }
-    if params.contains_key("constraint") || params.contains_key("ecl") {
-        return Err(ApiError::NotSupported(
-            "ECL constraints are not available in this build yet".into(),
+    let constraint = match params.get("constraint").or_else(|| params.get("ecl")) {
+        Some(ecl) => Some(evaluate_ecl(store, ecl)?),
+        None => None,
+    };
+    req.constraint = constraint.as_ref();
+    if text.trim().is_empty()
+        && req.is_a.is_empty()
+        && req.refsets.is_empty()
+        && req.constraint.is_none()
+    {
+        return Err(ApiError::BadRequest(
+            "missing parameter: s (or a filter)".into(),
         ));
-    }
-    if text.trim().is_empty() && req.is_a.is_empty() && req.refsets.is_empty() {
-        return Err(ApiError::BadRequest("missing parameter: s (or a filter)".into()));
     }
     let hits = store
         .search(&req)
@@ -426,15 +468,47 @@ async fn search(
     Ok(Json(Value::Array(out)))
 }
 
+/// Evaluates an ECL constraint; every failure is the client's (400 for invalid or unsupported ECL, 422 when
+/// the result or the time needed is too large).
+fn evaluate_ecl(store: &Store, ecl: &str) -> Result<snomed::ecl_eval::RoaringBitmap, ApiError> {
+    use snomed::ecl_eval::{EclError, Limits, evaluate_str};
+    evaluate_str(store, ecl, &Limits::default()).map_err(|e| match e {
+        EclError::TooLarge { .. } | EclError::Timeout(_) => ApiError::TooCostly(e.to_string()),
+        other => ApiError::BadRequest(other.to_string()),
+    })
+}
+
+/// ECL expansion: one row per concept with its preferred term (Hermes's `expand?ecl=...&preferred=true` shape).
 async fn expand(
     State(state): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
+    headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    store(&state)?;
-    if params.get("ecl").is_none_or(|e| e.trim().is_empty()) {
-        return Err(ApiError::BadRequest("missing parameter: ecl".into()));
+    let store = store(&state)?;
+    let ecl = params
+        .get("ecl")
+        .filter(|e| !e.trim().is_empty())
+        .ok_or_else(|| ApiError::BadRequest("missing parameter: ecl".into()))?;
+    let max_hits = max_hits(&params, 10_000, 1_000_000)?;
+    let bits = evaluate_ecl(store, ecl)?;
+    if bits.len() > max_hits as u64 {
+        return Err(ApiError::TooCostly(format!(
+            "the expansion has {} concepts, more than maxHits={max_hits}",
+            bits.len()
+        )));
     }
-    Err(ApiError::NotSupported(
-        "ECL expansion is not available in this build yet".into(),
-    ))
+    let refsets = store.language_refsets_for(accept_language(&headers));
+    let rows: Vec<Value> = bits
+        .iter()
+        .filter_map(|i| store.preferred_synonym(ConceptIdx(i), &refsets))
+        .map(|d| {
+            json!({
+                "id": d.id.get(),
+                "conceptId": d.concept_id.get(),
+                "term": d.term,
+                "preferredTerm": d.term,
+            })
+        })
+        .collect();
+    Ok(Json(Value::Array(rows)))
 }

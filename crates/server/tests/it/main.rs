@@ -5,6 +5,7 @@ use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
+mod snomed_api;
 mod terminology;
 
 async fn get(app: axum::Router, uri: &str) -> (StatusCode, String, String) {
