@@ -28,6 +28,7 @@ mod config;
 mod delivery;
 mod engine;
 mod error;
+mod load;
 mod record;
 mod route;
 mod store;
@@ -38,6 +39,7 @@ pub use config::{
 };
 pub use engine::{Engine, Receipt};
 pub use error::EngineError;
+pub use load::{LoadOptions, LoadReport, load};
 pub use record::{
     Attempt, Delivery, DeliveryStatus, MessageId, MessageSummary, Page, Query, Stats, Status,
     StoredMessage,

@@ -1,8 +1,268 @@
 //! /messages: the interface engine's stored messages.
+//!
+//! - `GET /messages?type=&trigger=&sender=&control_id=&status=&since=&until=&offset=&limit=`: newest first, with
+//!   the `total` over all pages. `since`/`until` take milliseconds since the epoch or an ISO date
+//!   (`2024-03-15`, `2024-03-15T14:30:00Z`).
+//! - `GET /messages/{id}`: header facts, the raw message (text), its JSON view and the delivery history.
+//! - `GET /messages/{id}/raw`: the exact bytes received.
+//! - `POST /messages/{id}/replay`: queue it again on every route that matches it.
 
+use crate::error::ApiError;
 use crate::state::AppState;
 use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use interface::{Engine, EngineError, MessageId, MessageSummary, Status};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const DEFAULT_LIMIT: usize = 50;
+const MAX_LIMIT: usize = 1000;
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
+        .route("/", get(list))
+        .route("/{id}", get(show))
+        .route("/{id}/raw", get(raw))
+        .route("/{id}/replay", post(replay))
+}
+
+fn engine(state: &AppState) -> Result<Engine, ApiError> {
+    state.engine.clone().ok_or_else(|| {
+        ApiError::NotSupported("the interface engine is not running in this server".into())
+    })
+}
+
+fn engine_error(e: EngineError) -> ApiError {
+    match e {
+        EngineError::NotFound(id) => ApiError::NotFound(format!("no message with id {id}")),
+        other => ApiError::Internal(other.to_string()),
+    }
+}
+
+fn message_id(text: &str) -> Result<MessageId, ApiError> {
+    text.parse()
+        .map_err(|_| ApiError::BadRequest(format!("message id {text:?} is not a number")))
+}
+
+/// Runs a store read off the async workers (reads scan the store).
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, EngineError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .map_err(engine_error)
+}
+
+#[derive(Debug, Deserialize)]
+struct ListParams {
+    #[serde(rename = "type")]
+    message_type: Option<String>,
+    trigger: Option<String>,
+    sender: Option<String>,
+    control_id: Option<String>,
+    status: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    offset: Option<usize>,
+    limit: Option<usize>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    Query(p): Query<ListParams>,
+) -> Result<Response, ApiError> {
+    let engine = engine(&state)?;
+    let status = match p.status.as_deref() {
+        None | Some("") => None,
+        Some(s) => Some(Status::parse(s).ok_or_else(|| {
+            let all: Vec<_> = Status::ALL.iter().map(|s| s.as_str()).collect();
+            ApiError::BadRequest(format!("unknown status {s:?}; one of {}", all.join(", ")))
+        })?),
+    };
+    let limit = p.limit.unwrap_or(DEFAULT_LIMIT);
+    if limit > MAX_LIMIT {
+        return Err(ApiError::TooCostly(format!(
+            "limit {limit} exceeds {MAX_LIMIT}"
+        )));
+    }
+    let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());
+    let query = interface::Query {
+        message_type: nonempty(p.message_type),
+        trigger: nonempty(p.trigger),
+        sender: nonempty(p.sender),
+        control_id: nonempty(p.control_id),
+        since_ms: p
+            .since
+            .as_deref()
+            .map(|t| time_param("since", t))
+            .transpose()?,
+        until_ms: p
+            .until
+            .as_deref()
+            .map(|t| time_param("until", t))
+            .transpose()?,
+        status,
+        offset: p.offset.unwrap_or(0),
+        limit,
+    };
+    let offset = query.offset;
+    let page = blocking(move || engine.list(&query)).await?;
+    let items: Vec<Value> = page.items.iter().map(summary_json).collect();
+    Ok(axum::Json(json!({
+        "total": page.total,
+        "offset": offset,
+        "limit": limit,
+        "items": items,
+    }))
+    .into_response())
+}
+
+async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let engine = engine(&state)?;
+    let id = message_id(&id)?;
+    let stored = blocking(move || engine.get(id))
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no message with id {id}")))?;
+    let mut out = summary_json(&stored.summary);
+    let parsed = hl7v2::Message::parse(&stored.raw);
+    let exact_text = std::str::from_utf8(&stored.raw).is_ok();
+    let deliveries: Vec<Value> = stored
+        .deliveries
+        .iter()
+        .map(|d| {
+            json!({
+                "route": d.route,
+                "status": d.status.as_str(),
+                "attempts": d.attempts,
+                "history": d.history.iter().map(|a| json!({
+                    "at": iso_time(a.at_ms),
+                    "ok": a.ok,
+                    "detail": a.detail,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let obj = out.as_object_mut().expect("summary is an object");
+    obj.insert("raw".into(), String::from_utf8_lossy(&stored.raw).into());
+    // When the bytes are not UTF-8, `raw` is lossy: `/raw` has the exact bytes.
+    obj.insert("raw_exact".into(), exact_text.into());
+    obj.insert("message".into(), hl7v2::to_json(&parsed));
+    obj.insert("deliveries".into(), deliveries.into());
+    Ok(axum::Json(out).into_response())
+}
+
+async fn raw(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let engine = engine(&state)?;
+    let id = message_id(&id)?;
+    let stored = blocking(move || engine.get(id))
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no message with id {id}")))?;
+    Ok(([("content-type", "x-application/hl7-v2+er7")], stored.raw).into_response())
+}
+
+async fn replay(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let engine = engine(&state)?;
+    let id = message_id(&id)?;
+    let routes = engine.replay(id).await.map_err(engine_error)?;
+    Ok(axum::Json(json!({ "id": id.0, "routes": routes })).into_response())
+}
+
+fn summary_json(m: &MessageSummary) -> Value {
+    json!({
+        "id": m.id.0,
+        "received": iso_time(m.received_ms),
+        "received_ms": m.received_ms,
+        "peer": m.peer,
+        "sender": m.sender,
+        "type": m.message_type,
+        "trigger": m.trigger,
+        "control_id": m.control_id,
+        "status": m.status.as_str(),
+        "duplicate_of": m.duplicate_of.map(|d| d.0),
+        "parse_errors": m.parse_errors,
+        "size": m.size,
+        "note": m.note,
+    })
+}
+
+/// Milliseconds since the epoch, or an ISO date / date-time in UTC (`Z` or no zone).
+fn time_param(name: &str, text: &str) -> Result<u64, ApiError> {
+    if let Ok(ms) = text.parse::<u64>() {
+        return Ok(ms);
+    }
+    parse_iso(text).ok_or_else(|| {
+        ApiError::BadRequest(format!(
+            "{name}={text:?}: expected milliseconds since the epoch or YYYY-MM-DD[THH:MM[:SS]][Z]"
+        ))
+    })
+}
+
+fn parse_iso(text: &str) -> Option<u64> {
+    let text = text.strip_suffix('Z').unwrap_or(text);
+    let (date, time) = text.split_once('T').unwrap_or((text, "00:00:00"));
+    let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let mut t = time.splitn(3, ':').map(|p| p.parse::<i64>().ok());
+    let (hh, mm) = (t.next()??, t.next()??);
+    let ss = t.next().map_or(Some(0), |s| s).unwrap_or(0);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    let secs = days_from_civil(y, m, day) * 86_400 + hh * 3600 + mm * 60 + ss;
+    u64::try_from(secs).ok().map(|s| s * 1000)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// `2024-03-15T14:30:00.123Z`.
+fn iso_time(ms: u64) -> String {
+    let secs = (ms / 1000) as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Inverse of days_from_civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_times_round_trip() {
+        assert_eq!(iso_time(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_time(1_710_513_000_123), "2024-03-15T14:30:00.123Z");
+        assert_eq!(parse_iso("2024-03-15T14:30:00Z"), Some(1_710_513_000_000));
+        assert_eq!(parse_iso("2024-03-15"), Some(1_710_460_800_000));
+        assert_eq!(parse_iso("2024-13-01"), None);
+        assert_eq!(parse_iso("yesterday"), None);
+    }
 }

@@ -36,6 +36,9 @@ pub struct AppState {
     pub terminology: Option<Arc<terminology::Terminology>>,
     /// The SNOMED CT store (`<data>/snomed/`), when a release has been imported.
     pub snomed: Option<Arc<snomed::Store>>,
+    /// The interface engine (stored messages, delivery history, replay), when `thoth serve` runs one. Cheap to
+    /// clone: it is an `Arc` inside.
+    pub engine: Option<interface::Engine>,
 }
 
 impl AppState {
@@ -47,6 +50,7 @@ impl AppState {
             started: Instant::now(),
             terminology: None,
             snomed: None,
+            engine: None,
         }
     }
 

@@ -9,6 +9,12 @@ pub struct Args {
     /// Address of the HTTP API.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     http: SocketAddr,
+    /// Address of the MLLP listener (HL7 v2 over TCP; TLS when the configuration says so).
+    #[arg(long, default_value = "127.0.0.1:2575", value_name = "ADDR")]
+    mllp: SocketAddr,
+    /// Interface engine configuration (TOML): routes, ACK timing, duplicates, MLLP limits and TLS.
+    #[arg(long, value_name = "FILE", env = "THOTH_CONFIG")]
+    config: Option<std::path::PathBuf>,
     /// Terminology: the largest ValueSet expansion returned without paging.
     #[arg(
         long,
@@ -22,20 +28,57 @@ pub struct Args {
 pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     let data_dir = global.data_dir()?;
     tracing::info!(data = %data_dir.display(), "starting Thoth {}", env!("CARGO_PKG_VERSION"));
-    let snomed = crate::cmd::snomed::open_store(&data_dir);
     let terminology = crate::cmd::terminology::load_service(&data_dir, args.tx_max_expansion);
+    let snomed = crate::cmd::snomed::open_store(&data_dir);
     let info = server::ServerInfo {
         data_dir: Some(data_dir),
         ..Default::default()
     };
     let state = server::AppState::new(info).with_terminology(terminology);
     let state = server::AppState { snomed, ..state };
+    let engine_config = match &args.config {
+        Some(path) => interface::EngineConfig::from_file(path)?,
+        None => interface::EngineConfig::default(),
+    };
+    let listener_config = engine_config.listener_config()?;
+    let messages_dir = data_dir_of(&state).join("messages");
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
-        server::serve(args.http, state, shutdown_signal()).await?;
+        let engine = interface::Engine::open(&messages_dir, engine_config)?;
+        let state = server::AppState {
+            engine: Some(engine.clone()),
+            ..state
+        };
+        let listener = mllp::Listener::bind(args.mllp, listener_config).await?;
+        tracing::info!(addr = %listener.local_addr(), tls = listener_config_tls(&engine), "MLLP listening");
+        // One signal stops both listeners; the engine closes after them, so every ACKed message is committed.
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = stop_tx.send(true);
+        });
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        };
+        let mllp_task = tokio::spawn(listener.serve(std::sync::Arc::new(engine.clone()), stopped(stop_rx.clone())));
+        let http = server::serve(args.http, state, stopped(stop_rx.clone())).await;
+        if http.is_err() {
+            mllp_task.abort();
+        }
+        let _ = mllp_task.await;
+        engine.shutdown().await;
+        http?;
         tracing::info!("stopped");
         anyhow::Ok(())
     })
+}
+
+fn data_dir_of(state: &server::AppState) -> std::path::PathBuf {
+    state.info.data_dir.clone().unwrap_or_default()
+}
+
+fn listener_config_tls(engine: &interface::Engine) -> bool {
+    engine.config().mllp.tls.is_some()
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM, whichever comes first.

@@ -1,0 +1,144 @@
+//! `thoth serve` with MLLP and the message API, and the `thoth mllp` / `thoth messages` commands against it.
+
+use crate::{Server, free_port, sample, with_control_id};
+use std::process::Command;
+
+fn thoth(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_thoth"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn send_list_show_replay_and_bench_end_to_end() {
+    let data = tempfile::tempdir().unwrap();
+    let out = data.path().join("out");
+    let config = data.path().join("thoth.toml");
+    std::fs::write(
+        &config,
+        format!("[[route]]\nname = \"files\"\ntypes = [\"ADT\"]\ndir = {out:?}\n"),
+    )
+    .unwrap();
+    let mut server = Server::start(data.path(), free_port(), free_port(), Some(&config));
+    let mllp = format!("127.0.0.1:{}", server.mllp);
+    let url = server.url("");
+
+    // `thoth mllp send` with a file holding two messages (LF line ends, as files usually have).
+    let file = data.path().join("two.hl7");
+    let a = with_control_id(&sample("ADT-A01-01.hl7"), "E2E-1");
+    let b = with_control_id(&sample("ORU-R01-01.hl7"), "E2E-2");
+    let mut text = [a.clone(), b].concat();
+    text.iter_mut().for_each(|c| {
+        if *c == b'\r' {
+            *c = b'\n'
+        }
+    });
+    std::fs::write(&file, &text).unwrap();
+    let (ok, stdout, stderr) = thoth(&["mllp", "send", &mllp, file.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("MSA|AA|E2E-1"), "{stdout}");
+    assert!(stdout.contains("MSA|CA|E2E-2"), "{stdout}");
+
+    // The HTTP API: filters and the total.
+    let http = reqwest::blocking::Client::new();
+    let page: serde_json::Value = http
+        .get(format!("{url}/messages?type=ADT"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(page["total"], 1);
+    let id = page["items"][0]["id"].as_u64().unwrap();
+    let one: serde_json::Value = http
+        .get(format!("{url}/messages/{id}"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(one["control_id"], "E2E-1");
+    assert_eq!(one["message"]["segments"][0]["id"], "MSH");
+    assert_eq!(
+        http.get(format!("{url}/messages/{id}/raw"))
+            .send()
+            .unwrap()
+            .bytes()
+            .unwrap()
+            .to_vec(),
+        a
+    );
+    let bad = http
+        .get(format!("{url}/messages?status=lost"))
+        .send()
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let body: serde_json::Value = bad.json().unwrap();
+    assert_eq!(body["resourceType"], "OperationOutcome");
+    assert_eq!(
+        http.get(format!("{url}/messages/424242"))
+            .send()
+            .unwrap()
+            .status(),
+        404
+    );
+    assert_eq!(
+        http.get(format!("{url}/messages/abc"))
+            .send()
+            .unwrap()
+            .status(),
+        400
+    );
+
+    // The CLI over the same API.
+    let (ok, stdout, stderr) = thoth(&["messages", "--server", &url, "list", "--type", "ADT"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("E2E-1") && stdout.contains("1 shown of 1 matching"),
+        "{stdout}"
+    );
+    for _ in 0..200 {
+        if std::fs::read_dir(&out).map(|d| d.count()).unwrap_or(0) == 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (ok, stdout, stderr) = thoth(&["messages", "--server", &url, "show", &id.to_string()]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("route files: delivered"), "{stdout}");
+    let (ok, stdout, stderr) = thoth(&["messages", "--server", &url, "replay", &id.to_string()]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("queued again on: files"), "{stdout}");
+    let (ok, _, stderr) = thoth(&["messages", "--server", &url, "show", "999999"]);
+    assert!(!ok && stderr.contains("404"), "{stderr}");
+
+    // `thoth mllp bench` reports rate and percentiles.
+    let one_file = data.path().join("one.hl7");
+    std::fs::write(&one_file, &a).unwrap();
+    let (ok, stdout, stderr) = thoth(&[
+        "mllp",
+        "bench",
+        &mllp,
+        "--connections",
+        "2",
+        "--messages",
+        "200",
+        "--warmup",
+        "5",
+        "--file",
+        one_file.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(ok, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["messages"], 200);
+    assert_eq!(report["errors"], 0);
+    assert!(report["p99_ms"].as_f64().unwrap() >= report["p50_ms"].as_f64().unwrap());
+
+    // SIGTERM stops both listeners cleanly.
+    server.terminate();
+}
