@@ -24,14 +24,11 @@ fn open() -> (Option<tempfile::TempDir>, Store) {
     }
     let tmp = tempfile::tempdir().unwrap();
     let rf2 = tmp.path().join("rf2");
-    snomed::synth::generate(
-        &snomed::synth::SynthConfig {
-            concepts: 50_000,
-            seed: 1,
-        },
-        &rf2,
-    )
-    .unwrap();
+    let concepts = std::env::var("THOTH_BENCH_CONCEPTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(50_000);
+    snomed::synth::generate(&snomed::synth::SynthConfig { concepts, seed: 1 }, &rf2).unwrap();
     let root = tmp.path().join("snomed");
     snomed::import(&[rf2], &root, &snomed::NoProgress).unwrap();
     let store = Store::open(&root).unwrap();
