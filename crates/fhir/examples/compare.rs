@@ -1,9 +1,21 @@
 //! Times Thoth's parse and serialize of each format for the `bench/fhir` comparison with HAPI and
 //! fhir.resources: `cargo run --release -p fhir --example compare -- DIR` prints TSV lines
-//! `engine format op input median_ms` for every `*.json` input in DIR, plus the encoded sizes.
+//! `engine format op input median_ms` for every `*.json` input in DIR, plus `size` lines with the bytes of each
+//! encoding, plain and gzipped. With `--write-inputs` it first writes the benchmark inputs (built from
+//! ../shared, see benches/inputs.rs) into DIR.
 
 use fhir::Resource;
+use std::io::Write;
 use std::time::{Duration, Instant};
+
+#[path = "../benches/inputs.rs"]
+mod inputs;
+
+fn gzip_len(b: &[u8]) -> usize {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(b).expect("gzip");
+    e.finish().expect("gzip").len()
+}
 
 /// Median time of `f` over enough runs to fill ~1.5 s (at least 5).
 fn median(mut f: impl FnMut()) -> f64 {
@@ -19,7 +31,22 @@ fn median(mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let dir = std::env::args().nth(1).expect("usage: compare DIR");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dir = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .expect("usage: compare [--write-inputs] DIR")
+        .clone();
+    if args.iter().any(|a| a == "--write-inputs") {
+        std::fs::create_dir_all(&dir).expect("create DIR");
+        for (name, json) in inputs::inputs() {
+            std::fs::write(
+                std::path::Path::new(&dir).join(format!("{name}.json")),
+                json,
+            )
+            .expect("write input");
+        }
+    }
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("dir")
         .flatten()
@@ -36,6 +63,16 @@ fn main() {
         let compact = r.to_json();
         let xml = r.to_xml(false).expect("xml");
         let pb = r.to_protobuf().expect("pb");
+        let sizes = [
+            ("json-pretty", r.to_json_pretty()),
+            ("json", compact.clone()),
+            ("xml", xml.clone()),
+            ("pb", pb.clone()),
+        ];
+        for (enc, b) in &sizes {
+            println!("size\t{enc}\tplain\t{name}\t{}", b.len());
+            println!("size\t{enc}\tgzip\t{name}\t{}", gzip_len(b));
+        }
         let row = |fmt: &str, op: &str, ms: f64| println!("thoth\t{fmt}\t{op}\t{name}\t{ms:.4}");
         row(
             "json",

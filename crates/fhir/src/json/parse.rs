@@ -356,10 +356,10 @@ impl<'a> Parser<'a> {
             )));
         }
         let start = self.pos;
-        let name = self.find_resource_type()?;
+        let (name, name_pos) = self.find_resource_type()?;
         self.pos = start;
         let ty = resource_type(&name)
-            .ok_or_else(|| self.err(format!("unknown resourceType {name:?}")))?;
+            .ok_or_else(|| self.err_at(name_pos, format!("unknown resourceType {name:?}"), None))?;
         let saved = std::mem::take(&mut self.path.segs);
         let saved_root = self.path.root.replace(ty);
         let node = self.object(ty, true);
@@ -368,7 +368,7 @@ impl<'a> Parser<'a> {
         node
     }
 
-    fn find_resource_type(&mut self) -> Result<String, Error> {
+    fn find_resource_type(&mut self) -> Result<(String, usize), Error> {
         let depth = self.depth;
         self.enter()?;
         self.pos += 1;
@@ -381,14 +381,16 @@ impl<'a> Parser<'a> {
             self.expect(b':')?;
             self.ws();
             if key == "resourceType" {
+                let at = self.pos;
                 let v = self.string()?.into_owned();
                 self.depth = depth;
-                return Ok(v);
+                return Ok((v, at));
             }
             self.skip_value()?;
             self.ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
+                Some(b'}') => return Err(self.err("resource object without resourceType")),
                 other => {
                     return Err(self.err(format!(
                         "expected ',' before resourceType, found {}",

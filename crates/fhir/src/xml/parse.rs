@@ -104,9 +104,19 @@ impl<'a> Parser<'a> {
     }
 
     fn next(&mut self) -> Result<Event<'a>, Error> {
+        let before = self.reader.buffer_position() as usize;
         match self.reader.read_event() {
             Ok(Event::DocType(_)) => {
-                Err(self.err("DOCTYPE is not allowed (no DTDs or entities are resolved)"))
+                let at = before
+                    + self.input[before..]
+                        .iter()
+                        .position(|&c| c == b'<')
+                        .unwrap_or(0);
+                Err(self.err_at(
+                    at,
+                    "DOCTYPE is not allowed (no DTDs or entities are resolved)",
+                    None,
+                ))
             }
             Ok(ev) => Ok(ev),
             Err(e) => Err(self.err_at(

@@ -66,7 +66,7 @@ impl Writer {
             let ed = &def.elements[f.elem as usize];
             if ed.repr == Repr::Attr {
                 if let Some(Value::Prim(p)) = f.values.first() {
-                    attr(&mut self.out, ed.name, &p.text().unwrap_or_default());
+                    attr(&mut self.out, ed.name, &p.text().unwrap_or_default(), name)?;
                 }
             } else {
                 has_children = true;
@@ -130,10 +130,10 @@ impl Writer {
     fn prim(&mut self, name: &str, p: &Prim) -> Result<(), Error> {
         self.start(name);
         if let Some(id) = p.extra.as_ref().and_then(|x| x.id.as_ref()) {
-            attr(&mut self.out, "id", id);
+            attr(&mut self.out, "id", id, name)?;
         }
         if let Some(v) = p.text() {
-            attr(&mut self.out, "value", &v);
+            attr(&mut self.out, "value", &v, name)?;
         }
         match p.extra.as_ref().filter(|x| !x.extension.is_empty()) {
             None => self.out.extend_from_slice(b"/>"),
@@ -155,7 +155,18 @@ impl Writer {
 }
 
 /// Writes ` name="value"`, escaping markup and the whitespace XML attribute normalization would destroy.
-fn attr(out: &mut Vec<u8>, name: &str, value: &str) {
+/// Control characters other than tab, newline and carriage return cannot appear in XML 1.0 at all.
+fn attr(out: &mut Vec<u8>, name: &str, value: &str, element: &str) -> Result<(), Error> {
+    if value
+        .bytes()
+        .any(|c| c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r'))
+    {
+        return Err(Error::Unrepresentable {
+            format: Format::Xml,
+            path: element.to_string(),
+            message: format!("the {name} holds a control character XML 1.0 cannot carry"),
+        });
+    }
     out.push(b' ');
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b"=\"");
@@ -170,4 +181,5 @@ fn attr(out: &mut Vec<u8>, name: &str, value: &str) {
         _ => None,
     });
     out.push(b'"');
+    Ok(())
 }
