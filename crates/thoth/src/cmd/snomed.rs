@@ -80,12 +80,20 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     match args.command {
         Command::Info => println!("{}", serde_json::to_string_pretty(store.manifest())?),
         Command::Concept { id } => {
-            let idx = store.index_of(id).with_context(|| format!("concept {id} not found"))?;
+            let idx = store
+                .index_of(id)
+                .with_context(|| format!("concept {id} not found"))?;
             let c = store.concept(idx);
-            let pt = store.preferred_synonym(idx, &refsets).map(|d| d.term).unwrap_or("");
+            let pt = store
+                .preferred_synonym(idx, &refsets)
+                .map(|d| d.term)
+                .unwrap_or("");
             println!("{id} |{pt}| active={} module={}", c.active, c.module);
             for &p in store.parents(idx) {
-                let term = store.preferred_synonym(p, &refsets).map(|d| d.term).unwrap_or("");
+                let term = store
+                    .preferred_synonym(p, &refsets)
+                    .map(|d| d.term)
+                    .unwrap_or("");
                 println!("  is a {} |{term}|", store.id_of(p));
             }
             println!(
@@ -168,7 +176,11 @@ pub fn import(global: &GlobalArgs, args: ImportArgs) -> anyhow::Result<()> {
     };
     let summary = snomed::import(&args.paths, &root, &bars)?;
     let m = &summary.manifest;
-    println!("imported {} package(s) in {:.1} s", m.releases.len(), summary.seconds);
+    println!(
+        "imported {} package(s) in {:.1} s",
+        m.releases.len(),
+        summary.seconds
+    );
     println!(
         "  concepts      {:>10} ({} active)\n  descriptions  {:>10} ({} active)\n  relationships {:>10} ({} active), {} concrete values\n  language refset members {}\n  other refset members    {} in {} refsets\n  IS-A closure rows       {}",
         m.concepts,
