@@ -35,11 +35,9 @@ pub(crate) fn parse<'a>(buf: &'a [u8], opts: &ParseOptions) -> Message<'a> {
     };
     let header = &buf[start..];
     let is_header = header.len() >= 4 && matches!(&header[..3], b"MSH" | b"FHS" | b"BHS");
-    let mut msh2_end = 0;
     if is_header {
-        let (d, end, problem) = Delimiters::read(header);
+        let (d, _, problem) = Delimiters::read(header);
         msg.delims = d;
-        msh2_end = start + end;
         let id = [header[0], header[1], header[2]];
         if let Some(p) = problem {
             let kind = match p {
@@ -53,7 +51,7 @@ pub(crate) fn parse<'a>(buf: &'a [u8], opts: &ParseOptions) -> Message<'a> {
         msg.diags
             .push(diag(DiagnosticKind::MissingHeader, start, 1, [0; 3], 0));
     }
-    index(&mut msg, start, msh2_end, is_header);
+    index(&mut msg, start, is_header);
     if is_header {
         check_header(&mut msg, opts);
     }
@@ -73,7 +71,7 @@ pub(crate) fn parse_with_delimiters<'a>(
         Ok(v) => v,
         Err(msg) => return msg,
     };
-    index(&mut msg, start, 0, false);
+    index(&mut msg, start, false);
     check_controls(&mut msg);
     msg.diags.sort_by_key(|d| d.location.offset);
     msg
@@ -136,7 +134,7 @@ fn diag(
 }
 
 /// Splits segments and fields in one scan for the field separator, CR and LF.
-fn index(msg: &mut Message<'_>, start: usize, msh2_end: usize, is_header: bool) {
+fn index(msg: &mut Message<'_>, start: usize, is_header: bool) {
     let buf = msg.buf;
     let fs = msg.delims.field;
     // A typical field is 5..10 bytes long; reserving avoids regrowth for most messages.
@@ -146,25 +144,17 @@ fn index(msg: &mut Message<'_>, start: usize, msh2_end: usize, is_header: bool) 
     let mut seg_start = start;
     let mut field_start = start;
     let mut first_span = 0usize;
-    // The header's MSH-1 and MSH-2 are not split by the scan: they hold the delimiters themselves.
-    let mut skip_until = 0usize;
+    // The header's MSH-1 is the separator itself; MSH-2 is then scanned like any field (it holds no field
+    // separator by definition), so a line break after it gets the same content-or-terminator decision as anywhere.
+    let mut pos_iter_start = start;
     if is_header {
         msg.spans.push(Span::new(start, start + 3));
         msg.spans.push(Span::new(start + 3, start + 4));
-        msg.spans
-            .push(Span::new(start + 4, msh2_end.max(start + 4)));
-        // MSH-3 starts after the separator that ends MSH-2; if MSH-2 is ended by a line break instead, the
-        // segment has no MSH-3 (field_start > end leaves it out) and the line break must still be seen.
-        field_start = msh2_end + 1;
-        skip_until = if buf.get(msh2_end) == Some(&fs) {
-            msh2_end + 1
-        } else {
-            msh2_end
-        };
+        field_start = start + 4;
+        pos_iter_start = start + 4;
     }
     let mut in_name = !is_header;
     let mut it = memchr3_iter(fs, b'\r', b'\n', buf);
-    let mut pos_iter_start = start;
     loop {
         let Some(p) = it.next() else {
             finish_segment(
@@ -178,7 +168,7 @@ fn index(msg: &mut Message<'_>, start: usize, msh2_end: usize, is_header: bool) 
             );
             return;
         };
-        if p < pos_iter_start || p < skip_until {
+        if p < pos_iter_start {
             continue;
         }
         let b = buf[p];
@@ -343,10 +333,7 @@ fn check_header(msg: &mut Message<'_>, opts: &ParseOptions) {
 /// without flooding the diagnostics.
 fn check_controls(msg: &mut Message<'_>) {
     let buf = msg.buf;
-    if let Some(p) = buf
-        .iter()
-        .position(|&b| b < 0x20 && !matches!(b, b'\r' | b'\n' | b'\t'))
-    {
+    if let Some(p) = first_control(buf) {
         let (seg, field) = msg.locate(p);
         let id = msg
             .segs
@@ -355,4 +342,21 @@ fn check_controls(msg: &mut Message<'_>) {
         msg.diags
             .push(diag(DiagnosticKind::ControlCharacter, p, seg, id, field));
     }
+}
+
+/// The first control character other than CR, LF and TAB. Scans 64-byte blocks with a branch-free fold (which the
+/// compiler vectorizes) and looks for the position only in a block that has one.
+fn first_control(buf: &[u8]) -> Option<usize> {
+    let is_control = |b: u8| b < 0x20 && b != b'\r' && b != b'\n' && b != b'\t';
+    let mut offset = 0;
+    for block in buf.chunks(64) {
+        if block.iter().fold(false, |acc, &b| acc | is_control(b)) {
+            return block
+                .iter()
+                .position(|&b| is_control(b))
+                .map(|i| offset + i);
+        }
+        offset += block.len();
+    }
+    None
 }

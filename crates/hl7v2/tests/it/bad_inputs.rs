@@ -26,6 +26,14 @@ fn every_bad_input_gives_diagnostics_quickly() {
             .errors_from_diagnostics()
             .build();
         let elapsed = t.elapsed();
+        // Regression (found by fuzz/hl7v2_roundtrip on PipeParser/HL7Exception/id_000029): MSH-2 ended by a line
+        // break that is content lost that line break in the editable model.
+        assert_eq!(
+            hl7v2::MessageBuf::from(&msg).encode(),
+            bytes,
+            "{}: re-encoding differs",
+            path.display()
+        );
         assert!(
             !msg.diagnostics().is_empty(),
             "{}: no diagnostics",
