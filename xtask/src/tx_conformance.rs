@@ -107,10 +107,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         .and_then(|n| n.parse().ok())
         .with_context(|| format!("no summary line from the runner (got {summary:?})"))?;
     println!("{summary}");
-    if let Some(min) = min_pass {
-        if passed < min {
-            bail!("{passed} tests passed, fewer than the recorded {min}");
-        }
+    if let Some(min) = min_pass.filter(|&min| passed < min) {
+        bail!("{passed} tests passed, fewer than the recorded {min}");
     }
     Ok(())
 }
