@@ -13,7 +13,9 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Some("codegen") => codegen_fhir::run(&std::env::args().skip(2).collect::<Vec<_>>()),
-        Some("tx-conformance") => tx_conformance::run(&std::env::args().skip(2).collect::<Vec<_>>()),
+        Some("tx-conformance") => {
+            tx_conformance::run(&std::env::args().skip(2).collect::<Vec<_>>())
+        }
         Some(other) => anyhow::bail!("unknown task {other:?}; try `cargo xtask help`"),
     }
 }

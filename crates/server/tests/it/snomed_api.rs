@@ -215,6 +215,9 @@ async fn print_documentation_examples() {
         "/v1/snomed/concepts/11687003",
     ] {
         let (status, body) = get_with(uri, Some("en-GB")).await;
-        println!("GET {uri}\n{status}\n{}\n", serde_json::to_string_pretty(&body).unwrap());
+        println!(
+            "GET {uri}\n{status}\n{}\n",
+            serde_json::to_string_pretty(&body).unwrap()
+        );
     }
 }
