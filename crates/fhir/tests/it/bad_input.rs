@@ -202,6 +202,18 @@ fn a_one_gigabyte_string_is_refused_at_the_limit() {
 
 #[test]
 fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    // Unoptimised (debug) builds use much larger stack frames than release; building the 300-deep binary input
+    // below with a raised limit needs more than the 2 MiB default test-thread stack there. Which part needs it is
+    // not yet pinned down (left open in the issue note), so the check runs on a thread with a known stack size.
+    std::thread::Builder::new()
+        .stack_size(16 << 20)
+        .spawn(deep_nesting_checks)
+        .expect("spawn")
+        .join()
+        .expect("deep nesting checks panicked");
+}
+
+fn deep_nesting_checks() {
     let depth = 100_000;
     let mut json = String::from(r#"{"resourceType":"Questionnaire","status":"draft""#);
     for _ in 0..depth {
