@@ -117,6 +117,28 @@ impl<'a> Ctx<'a> {
             .cloned()
     }
 
+    /// The value set an operation is asked about: the `valueSet` resource in the request, else the one named by
+    /// `url` (with `valueSetVersion`, unless the url already carries a version).
+    pub fn requested_value_set(&self, params: &Params) -> Result<Arc<Value>, TxError> {
+        if let Some(v) = params.resource("valueSet") {
+            return Ok(Arc::new(v.clone()));
+        }
+        let Some(url) = params.str("url") else {
+            return Err(TxError::invalid(
+                "No value set was provided (url or valueSet)",
+            ));
+        };
+        let url = match params.str("valueSetVersion") {
+            Some(v) if !url.contains('|') => format!("{url}|{v}"),
+            _ => url,
+        };
+        self.find_vs(&url).ok_or_else(|| {
+            TxError::not_found(format!(
+                "A definition for the value Set '{url}' could not be found"
+            ))
+        })
+    }
+
     /// The value set `url` (optionally `|version`), or None.
     pub fn find_vs(&self, canonical: &str) -> Option<Arc<Value>> {
         let (url, stated) = split_canonical(canonical);

@@ -7,7 +7,6 @@ use crate::expand::{Entry, evaluate, vs_canonical};
 use crate::params::Params;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// Parameters echoed into `expansion.parameter` when the request carries them.
 const ECHOED: &[&str] = &[
@@ -59,23 +58,7 @@ const KEPT: &[&str] = &[
 
 /// ValueSet/$expand.
 pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
-    let vs: Arc<Value> = if let Some(v) = params.resource("valueSet") {
-        Arc::new(v.clone())
-    } else if let Some(url) = params.str("url") {
-        let url = match params.str("valueSetVersion") {
-            Some(v) if !url.contains('|') => format!("{url}|{v}"),
-            _ => url,
-        };
-        ctx.find_vs(&url).ok_or_else(|| {
-            TxError::not_found(format!(
-                "A definition for the value Set '{url}' could not be found"
-            ))
-        })?
-    } else {
-        return Err(TxError::invalid(
-            "No value set was provided (url or valueSet)",
-        ));
-    };
+    let vs = ctx.requested_value_set(params)?;
     let mut stack = Vec::new();
     let ev = evaluate(ctx, &vs, &mut stack)?;
     let opts = &ctx.opts;

@@ -110,23 +110,7 @@ fn read_codings(params: &Params) -> Result<(Vec<Coding>, Option<Value>, bool), T
 
 /// ValueSet/$validate-code.
 pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
-    let vs: Arc<Value> = if let Some(v) = params.resource("valueSet") {
-        Arc::new(v.clone())
-    } else if let Some(url) = params.str("url") {
-        let url = match params.str("valueSetVersion") {
-            Some(v) if !url.contains('|') => format!("{url}|{v}"),
-            _ => url,
-        };
-        ctx.find_vs(&url).ok_or_else(|| {
-            TxError::not_found(format!(
-                "A definition for the value Set '{url}' could not be found"
-            ))
-        })?
-    } else {
-        return Err(TxError::invalid(
-            "No value set was provided (url or valueSet)",
-        ));
-    };
+    let vs = ctx.requested_value_set(params)?;
     let (codings, cc, is_cc) = read_codings(params)?;
     let vs_label = vs_canonical(&vs);
     let mut stack = Vec::new();
