@@ -15,25 +15,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use snomed::ecl_eval::{Limits, evaluate, evaluate_str};
 use snomed::{ConceptIdx, SctId, Store};
 
-fn open() -> (Option<tempfile::TempDir>, Store) {
-    if let Ok(root) = std::env::var("THOTH_BENCH_SNOMED") {
-        return (
-            None,
-            Store::open(std::path::Path::new(&root)).expect("THOTH_BENCH_SNOMED store"),
-        );
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let rf2 = tmp.path().join("rf2");
-    let concepts = std::env::var("THOTH_BENCH_CONCEPTS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(50_000);
-    snomed::synth::generate(&snomed::synth::SynthConfig { concepts, seed: 1 }, &rf2).unwrap();
-    let root = tmp.path().join("snomed");
-    snomed::import(&[rf2], &root, &snomed::NoProgress).unwrap();
-    let store = Store::open(&root).unwrap();
-    (Some(tmp), store)
-}
+mod common;
+use common::open;
 
 /// A body structure two levels down with the most descendants: the `<< 39057004` of the refinement benchmark.
 fn body_site(store: &Store) -> u64 {

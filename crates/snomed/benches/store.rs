@@ -10,31 +10,11 @@
 //! ```
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use snomed::{ConceptIdx, SctId, SearchRequest, Store, consts};
+use snomed::{ConceptIdx, SctId, SearchRequest, consts};
 use std::hint::black_box;
 
-fn open() -> (Option<tempfile::TempDir>, Store) {
-    if let Ok(root) = std::env::var("THOTH_BENCH_SNOMED") {
-        return (
-            None,
-            Store::open(std::path::Path::new(&root)).expect("THOTH_BENCH_SNOMED store"),
-        );
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let rf2 = tmp.path().join("rf2");
-    snomed::synth::generate(
-        &snomed::synth::SynthConfig {
-            concepts: 50_000,
-            seed: 1,
-        },
-        &rf2,
-    )
-    .unwrap();
-    let root = tmp.path().join("snomed");
-    snomed::import(&[rf2], &root, &snomed::NoProgress).unwrap();
-    let store = Store::open(&root).unwrap();
-    (Some(tmp), store)
-}
+mod common;
+use common::open;
 
 fn benches(c: &mut Criterion) {
     let (_tmp, store) = open();
