@@ -65,7 +65,7 @@
 //!
 //! # Invariants
 //!
-//! - Parsing never panics and never fails; it is linear in the input (one `memchr` scan for the field separator,
+//! - Parsing never panics and never fails; it is linear in the input (one SIMD block scan for the field separator,
 //!   CR and LF) and allocates two arrays per message, never per field.
 //! - `Message::encode` is the input; `MessageBuf::from(&msg).encode()` is the input too.
 //! - No I/O: callers bring bytes.
