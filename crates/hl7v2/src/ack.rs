@@ -391,13 +391,15 @@ impl<'m, 'a> AckBuilder<'m, 'a> {
             if !is_msh {
                 return Vec::new();
             }
-            if !broken {
-                return msg.raw(path).unwrap_or_default().to_vec();
-            }
-            let text = msg.get(path).unwrap_or_default();
-            escape::encode(&text, &d, charset)
-                .map(|c| c.into_owned())
-                .unwrap_or_default()
+            let value = if broken {
+                let text = msg.get(path).unwrap_or_default();
+                escape::encode(&text, &d, charset)
+                    .map(|c| c.into_owned())
+                    .unwrap_or_default()
+            } else {
+                msg.raw(path).unwrap_or_default().to_vec()
+            };
+            escape_line_breaks(value, d.escape)
         };
         let text = |t: &str| -> Vec<u8> {
             match escape::encode(t, &d, charset) {
@@ -534,6 +536,28 @@ fn join_trimmed(out: &mut Vec<u8>, parts: &[Vec<u8>], sep: u8) {
         }
         out.extend_from_slice(p);
     }
+}
+
+/// A line break the lenient parser kept as content (text after it did not start a segment) would end the ACK's
+/// segment early and make the receiver see a broken ACK: it is written as the hex escape `\X0D\` / `\X0A\`, or
+/// dropped when the message declares no escape character.
+fn escape_line_breaks(value: Vec<u8>, escape: Option<u8>) -> Vec<u8> {
+    if !value.iter().any(|b| matches!(b, b'\r' | b'\n')) {
+        return value;
+    }
+    let mut out = Vec::with_capacity(value.len() + 8);
+    for b in value {
+        match (b, escape) {
+            (b'\r' | b'\n', Some(e)) => {
+                out.push(e);
+                out.extend_from_slice(if b == b'\r' { b"X0D" } else { b"X0A" });
+                out.push(e);
+            }
+            (b'\r' | b'\n', None) => {}
+            _ => out.push(b),
+        }
+    }
+    out
 }
 
 /// True when a version string like `2.5.1` is at least `major.minor`; unknown versions count as modern.

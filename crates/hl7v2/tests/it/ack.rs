@@ -121,3 +121,24 @@ fn ack_uses_the_messages_own_delimiters() {
     let ack = msg.ack(AckCode::AA).timestamp("1").control_id("2").build();
     assert_eq!(ack, b"MSH#*!$%#C#D#A#B#1##ACK*A04*ACK#2#P#2.5\rMSA#AA#9\r");
 }
+
+#[test]
+fn line_breaks_kept_as_content_do_not_break_the_ack_header() {
+    // "2.5" is followed by a LF and text that does not start a segment, so the lenient parse keeps the line break
+    // inside MSH-12 (and says so). The ACK copies MSH-12 and must still be two clean segments.
+    let msg = Message::parse(b"MSH|^~\\&|A|B|C|D|1||ADT^A01|X1|P|2.5\nnot a segment\rPID|1\r");
+    assert!(
+        msg.raw("MSH-12").is_some_and(|v| v.contains(&b'\n')),
+        "the fixture keeps the line break in MSH-12"
+    );
+    let ack = msg
+        .ack(AckCode::AA)
+        .timestamp("20240315143001")
+        .control_id("A1")
+        .build();
+    assert!(!ack.contains(&b'\n'), "{}", String::from_utf8_lossy(&ack));
+    let ack = Message::parse_strict(&ack).expect("the ACK parses strictly");
+    assert_eq!(ack.segment_count(), 2);
+    assert_eq!(ack.get("MSH-12").as_deref(), Some("2.5\nnot a segment"));
+    assert_eq!(ack.get("MSA-2").as_deref(), Some("X1"));
+}
