@@ -2,6 +2,7 @@
 #![allow(missing_docs)]
 
 mod crash;
+mod hl7_cli;
 mod serve;
 
 use std::net::TcpListener;
