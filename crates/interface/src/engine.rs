@@ -65,7 +65,7 @@ pub struct Receipt {
 impl Engine {
     /// Opens the store in `dir` (created if missing) and starts one delivery task per route.
     pub fn open(dir: &Path, config: EngineConfig) -> Result<Engine, EngineError> {
-        let store = Store::open(dir, config.store.durable)?;
+        let store = Store::open(dir, &config.store)?;
         let routes: Vec<Route> = config
             .routes
             .iter()

@@ -5,6 +5,7 @@
 //! fsync covers N messages. Replies are sent only after the commit returned, so "acknowledged" implies "durable".
 //! Reads use their own read transactions and never wait for the writer (MVCC).
 
+use crate::config::StoreConfig;
 use crate::error::EngineError;
 use crate::record::{
     Attempt, Delivery, DeliveryStatus, MessageId, MessageSummary, Page, Query, Status,
@@ -160,7 +161,7 @@ pub(crate) struct Store {
 
 impl Store {
     /// Opens (or creates) `dir/messages.redb` and starts the writer thread.
-    pub(crate) fn open(dir: &Path, durable: bool) -> Result<Store, EngineError> {
+    pub(crate) fn open(dir: &Path, config: &StoreConfig) -> Result<Store, EngineError> {
         let path = dir.join("messages.redb");
         let open_err = |detail: String| EngineError::Open {
             path: path.clone(),
@@ -172,9 +173,13 @@ impl Store {
         let db = Arc::new(db);
         let (tx, rx) = mpsc::unbounded_channel();
         let writer_db = db.clone();
+        let mode = WriteMode {
+            durable: config.durable,
+            quick_repair: config.quick_repair,
+        };
         let writer = std::thread::Builder::new()
             .name("message-store-writer".into())
-            .spawn(move || run_writer(writer_db, rx, next_id, durable))
+            .spawn(move || run_writer(writer_db, rx, next_id, mode))
             .map_err(|e| open_err(e.to_string()))?;
         Ok(Store {
             db,
@@ -434,11 +439,18 @@ fn init(db: &Database, path: &Path) -> Result<u64, EngineError> {
     Ok(next)
 }
 
+/// How the writer commits.
+#[derive(Debug, Clone, Copy)]
+struct WriteMode {
+    durable: bool,
+    quick_repair: bool,
+}
+
 fn run_writer(
     db: Arc<Database>,
     mut rx: mpsc::UnboundedReceiver<Op>,
     mut next_id: u64,
-    durable: bool,
+    mode: WriteMode,
 ) {
     let mut last_sync = Instant::now();
     let mut batch = Vec::with_capacity(MAX_BATCH);
@@ -452,9 +464,9 @@ fn run_writer(
         }
         // Non-durable mode still makes a durable commit at least once a second, which bounds what a crash loses
         // and lets redb reclaim pages.
-        let sync = durable || last_sync.elapsed() > Duration::from_secs(1);
+        let sync = mode.durable || last_sync.elapsed() > Duration::from_secs(1);
         let before = next_id;
-        let result = apply_batch(&db, &mut batch, &mut next_id, sync);
+        let result = apply_batch(&db, &mut batch, &mut next_id, sync, mode.quick_repair);
         match result {
             Ok(answers) => {
                 if sync {
@@ -481,7 +493,13 @@ fn run_writer(
 
 type BatchResult = Result<Vec<Answer>, (Vec<Answer>, EngineError)>;
 
-fn apply_batch(db: &Database, batch: &mut Vec<Op>, next_id: &mut u64, sync: bool) -> BatchResult {
+fn apply_batch(
+    db: &Database,
+    batch: &mut Vec<Op>,
+    next_id: &mut u64,
+    sync: bool,
+    quick_repair: bool,
+) -> BatchResult {
     let mut answers = Vec::with_capacity(batch.len());
     let mut failed = None;
     let txn = match db.begin_write() {
@@ -492,9 +510,9 @@ fn apply_batch(db: &Database, batch: &mut Vec<Op>, next_id: &mut u64, sync: bool
                 Durability::None
             };
             let _ = txn.set_durability(level);
-            // Saves the allocator state with each commit, so that opening after a crash (kill -9, power loss)
-            // takes milliseconds instead of a repair pass over the whole file.
-            txn.set_quick_repair(true);
+            // Off (the default), a commit is one fsync (redb's one-phase commit with checksums) and opening after
+            // a crash repairs the file; on, a commit also saves the allocator state and takes a second fsync.
+            txn.set_quick_repair(quick_repair);
             Some(txn)
         }
         Err(e) => {

@@ -52,6 +52,9 @@ pub struct ListenerConfig {
     pub commit_acks: bool,
     /// How long a graceful shutdown waits for connections to finish the message in hand.
     pub shutdown_grace: Duration,
+    /// How many frames of one connection may be handled at the same time (a sender that pipelines); the
+    /// connection stops reading when this many answers are owed.
+    pub max_in_flight: usize,
 }
 
 impl Default for ListenerConfig {
@@ -61,6 +64,7 @@ impl Default for ListenerConfig {
             tls: None,
             commit_acks: false,
             shutdown_grace: Duration::from_secs(5),
+            max_in_flight: 64,
         }
     }
 }

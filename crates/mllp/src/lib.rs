@@ -33,6 +33,7 @@ mod codec;
 mod config;
 mod conn;
 mod error;
+mod inflight;
 mod server;
 mod stream;
 mod tls;

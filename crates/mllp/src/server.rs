@@ -4,6 +4,7 @@ use crate::codec::Event;
 use crate::config::ListenerConfig;
 use crate::conn::{Connection, with_timeout};
 use crate::error::{MllpError, TimeoutPhase};
+use crate::inflight::InFlight;
 use crate::stream::Stream;
 use bytes::Bytes;
 use std::net::SocketAddr;
@@ -53,7 +54,10 @@ pub struct Reply {
     pub committed: bool,
 }
 
-/// Application logic behind a [`Listener`]: called once per inbound frame, in order per connection.
+/// Application logic behind a [`Listener`]: called once per inbound frame, in order per connection. When a sender
+/// pipelines, the calls for its later frames start before the earlier ones finish (each call is polled once as
+/// soon as its frame is read, so whatever it does before its first wait happens in frame order), and the answers
+/// are written back in frame order.
 pub trait Handler: Send + Sync + 'static {
     /// Handles one frame and says what to answer.
     fn handle(&self, inbound: Inbound, peer: &Peer) -> impl Future<Output = Reply> + Send;
@@ -163,24 +167,66 @@ async fn run_connection<H: Handler>(
     };
     tracing::debug!(%addr, tls = peer.tls, "MLLP connection accepted");
     let mut conn = Connection::new(stream, cfg.frame.clone(), peer_text);
+    let max_in_flight = cfg.max_in_flight.max(1);
+    let mut in_flight = InFlight::default();
     loop {
-        if *stop.borrow() && !conn.in_frame() && !conn.has_buffered() {
+        let idle = !conn.in_frame() && !conn.has_buffered();
+        if *stop.borrow() && idle {
+            // Shutting down: answer what is in hand, read nothing more.
+            while !in_flight.is_empty() {
+                let replies = in_flight.ready().await;
+                write_replies(&mut conn, cfg.commit_acks, &replies).await?;
+            }
             break;
         }
-        let idle = !conn.in_frame() && !conn.has_buffered();
-        let event = tokio::select! {
-            biased;
-            event = conn.next_event() => event?,
-            _ = stop.changed(), if idle => break,
+        // Read the next frame while earlier ones are still being handled (a pipelining sender), up to the limit;
+        // write answers as soon as the oldest ones are ready.
+        let event = if in_flight.len() >= max_in_flight {
+            None
+        } else if in_flight.is_empty() {
+            tokio::select! {
+                biased;
+                event = conn.next_event() => match event? {
+                    Some(event) => Some(event),
+                    None => break,
+                },
+                _ = stop.changed(), if idle => break,
+            }
+        } else {
+            tokio::select! {
+                biased;
+                replies = in_flight.ready() => {
+                    write_replies(&mut conn, cfg.commit_acks, &replies).await?;
+                    continue;
+                }
+                event = conn.next_event() => match event {
+                    Ok(Some(event)) => Some(event),
+                    // The peer closed or broke the connection: answer what it already sent, if it still listens.
+                    end => {
+                        while !in_flight.is_empty() {
+                            let replies = in_flight.ready().await;
+                            if write_replies(&mut conn, cfg.commit_acks, &replies).await.is_err() {
+                                break;
+                            }
+                        }
+                        end?;
+                        break;
+                    }
+                },
+            }
+        };
+        let Some(event) = event else {
+            let replies = in_flight.ready().await;
+            write_replies(&mut conn, cfg.commit_acks, &replies).await?;
+            continue;
         };
         let inbound = match event {
-            None => break,
-            Some(Event::Frame(payload)) => Inbound::Message(payload),
-            Some(Event::Oversized { head, len }) => {
+            Event::Frame(payload) => Inbound::Message(payload),
+            Event::Oversized { head, len } => {
                 tracing::warn!(%addr, len, max = cfg.frame.max_frame, "oversized MLLP frame discarded");
                 Inbound::Oversized { head, len }
             }
-            Some(Event::Junk { len, whitespace }) => {
+            Event::Junk { len, whitespace } => {
                 if whitespace {
                     tracing::trace!(%addr, len, "whitespace between MLLP frames skipped");
                     continue;
@@ -194,33 +240,38 @@ async fn run_connection<H: Handler>(
                 tracing::warn!(%addr, len, "bytes outside an MLLP frame skipped");
                 continue;
             }
-            Some(Event::Restarted { dropped }) => {
+            Event::Restarted { dropped } => {
                 tracing::warn!(%addr, dropped, "MLLP start block inside a frame: unfinished frame dropped");
                 continue;
             }
         };
-        let reply = handler.handle(inbound, &peer).await;
-        match (cfg.commit_acks, &reply.payload) {
-            (true, Some(payload)) => {
-                let commit = if reply.committed {
-                    COMMIT_ACK
-                } else {
-                    COMMIT_NAK
-                };
-                conn.write_frames(&[commit, payload]).await?
-            }
-            (true, None) => {
-                let commit = if reply.committed {
-                    COMMIT_ACK
-                } else {
-                    COMMIT_NAK
-                };
-                conn.write_frame(commit).await?
-            }
-            (false, Some(payload)) => conn.write_frame(payload).await?,
-            (false, None) => {}
-        }
+        in_flight.push(Box::pin(handler.handle(inbound, &peer)));
     }
     conn.shutdown().await;
     Ok(())
+}
+
+/// Writes the answers to several frames, in order, in as few system calls as possible.
+async fn write_replies(
+    conn: &mut Connection,
+    commit_acks: bool,
+    replies: &[Reply],
+) -> Result<(), MllpError> {
+    let mut frames: Vec<&[u8]> = Vec::with_capacity(replies.len() * 2);
+    for reply in replies {
+        if commit_acks {
+            frames.push(if reply.committed {
+                COMMIT_ACK
+            } else {
+                COMMIT_NAK
+            });
+        }
+        if let Some(payload) = &reply.payload {
+            frames.push(payload);
+        }
+    }
+    if frames.is_empty() {
+        return Ok(());
+    }
+    conn.write_frames(&frames).await
 }

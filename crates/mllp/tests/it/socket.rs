@@ -253,3 +253,71 @@ async fn graceful_shutdown_finishes_and_stops_accepting() {
         "still accepting after shutdown"
     );
 }
+
+/// Sleeps longer for earlier frames (payload = the delay in ms), so that later frames finish first; records the
+/// order calls started in and how many ran at once.
+#[derive(Default)]
+struct Staggered {
+    started: std::sync::Mutex<Vec<u64>>,
+    running: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+}
+
+impl mllp::Handler for Staggered {
+    async fn handle(&self, inbound: mllp::Inbound, _peer: &mllp::Peer) -> mllp::Reply {
+        let mllp::Inbound::Message(bytes) = inbound else {
+            panic!("unexpected inbound")
+        };
+        let ms: u64 = std::str::from_utf8(&bytes).unwrap().parse().unwrap();
+        self.started.lock().unwrap().push(ms);
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        mllp::Reply {
+            payload: Some(bytes),
+            committed: true,
+        }
+    }
+}
+
+#[tokio::test]
+async fn pipelined_frames_are_handled_concurrently_and_answered_in_frame_order() {
+    let cfg = ListenerConfig {
+        max_in_flight: 4,
+        ..Default::default()
+    };
+    let listener = mllp::Listener::bind("127.0.0.1:0".parse().unwrap(), cfg)
+        .await
+        .unwrap();
+    let addr = listener.local_addr();
+    let handler = std::sync::Arc::new(Staggered::default());
+    tokio::spawn(listener.serve(handler.clone(), std::future::pending()));
+    // 12 frames sleeping 120, 110, ..., 10 ms: 780 ms one after the other.
+    let delays: Vec<u64> = (1..=12).rev().map(|i| i * 10).collect();
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let mut all = Vec::new();
+    for d in &delays {
+        all.extend(frame(d.to_string().as_bytes()));
+    }
+    let began = std::time::Instant::now();
+    tcp.write_all(&all).await.unwrap();
+    let answers = read_frames(&mut tcp, delays.len()).await;
+    let took = began.elapsed();
+    let expected: Vec<Vec<u8>> = delays.iter().map(|d| d.to_string().into_bytes()).collect();
+    assert_eq!(answers, expected, "answers out of frame order");
+    assert_eq!(
+        *handler.started.lock().unwrap(),
+        delays,
+        "calls started out of frame order"
+    );
+    assert_eq!(
+        handler.most.load(Ordering::SeqCst),
+        4,
+        "max_in_flight not honoured"
+    );
+    assert!(
+        took < Duration::from_millis(600),
+        "frames were not handled concurrently: {took:?}"
+    );
+}
