@@ -27,6 +27,7 @@ mod path;
 mod protobuf;
 mod resource;
 mod schema;
+mod text;
 mod xml;
 
 pub use error::{Error, Format, Location};

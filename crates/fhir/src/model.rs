@@ -5,6 +5,7 @@
 //! can say: the lexical form of decimals, an `id`, extensions, and "no value" (JSON's `null` padding).
 
 use crate::schema::{ElemDef, TypeId};
+use crate::text::Str;
 
 /// Element index of a property kept verbatim by the lenient JSON parser (values: name, raw JSON text).
 pub(crate) const UNKNOWN_ELEM: u16 = u16::MAX;
@@ -22,8 +23,12 @@ pub(crate) struct Node {
 pub(crate) struct Field {
     pub(crate) elem: u16,
     pub(crate) alt: u8,
-    pub(crate) values: Vec<Value>,
+    /// Inline when there is one value, as for most elements: no allocation per field.
+    pub(crate) values: Values,
 }
+
+/// The values of a field.
+pub(crate) type Values = smallvec::SmallVec<[Value; 1]>;
 
 /// One value of an element.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,7 +57,7 @@ pub(crate) struct PrimExtra {
 pub(crate) enum PrimValue {
     Bool(bool),
     Int(i64),
-    Str(Box<str>),
+    Str(Str),
 }
 
 impl Node {
@@ -67,7 +72,10 @@ impl Node {
     pub(crate) fn field_mut(&mut self, elem: u16, alt: u8) -> Result<&mut Field, &'static str> {
         // Formats write in element order, so the field is almost always the last one or new.
         let pos = match self.fields.last() {
+            // Unknown properties (lenient JSON) come last, in the order read.
+            _ if elem == UNKNOWN_ELEM => self.fields.len(),
             Some(f) if f.elem < elem => self.fields.len(),
+            Some(f) if f.elem == elem => self.fields.len() - 1,
             _ => self.fields.partition_point(|f| f.elem < elem),
         };
         if pos < self.fields.len() && self.fields[pos].elem == elem && elem != UNKNOWN_ELEM {
@@ -80,7 +88,7 @@ impl Node {
                 Field {
                     elem,
                     alt,
-                    values: Vec::new(),
+                    values: Values::new(),
                 },
             );
         }

@@ -6,9 +6,11 @@
 //! second, so no bytes are ever moved. Decoding is one pass over the input with a direct field-number index.
 
 use crate::error::{Error, Format, Location};
-use crate::model::{Field, Node, Prim, PrimExtra, PrimValue, UNKNOWN_ELEM, Value};
+use crate::model::{Field, Node, Prim, PrimExtra, PrimValue, UNKNOWN_ELEM, Value, Values};
 use crate::options::ReadOptions;
 use crate::schema::{EXTENSION, Kind, PrimKind, RESOURCES, TypeId, resource_tag};
+use crate::text::Str;
+use std::sync::Arc;
 
 const VARINT: u32 = 0;
 const LEN: u32 = 2;
@@ -279,6 +281,7 @@ impl Encoder {
 pub(crate) fn decode(input: &[u8], opts: &ReadOptions) -> Result<Node, Error> {
     let mut d = Decoder {
         input,
+        buf: Arc::new(input.to_vec()),
         depth: 0,
         opts,
     };
@@ -287,6 +290,8 @@ pub(crate) fn decode(input: &[u8], opts: &ReadOptions) -> Result<Node, Error> {
 
 struct Decoder<'a> {
     input: &'a [u8],
+    /// A copy of `input` that string values borrow from (one allocation for all of them).
+    buf: Arc<Vec<u8>>,
     depth: usize,
     opts: &'a ReadOptions,
 }
@@ -365,19 +370,45 @@ impl<'a> Decoder<'a> {
         Ok(node)
     }
 
-    fn string(&self, pos: &mut usize, end: usize) -> Result<Box<str>, Error> {
+    /// A string field's value, as a slice of the shared copy of the input.
+    fn string(&self, pos: &mut usize, end: usize) -> Result<Str, Error> {
         let at = *pos;
         let stop = self.delimited(pos, end)?;
-        let s = std::str::from_utf8(&self.input[*pos..stop])
-            .map_err(|_| self.err(at, "string is not UTF-8"))?;
+        let s = Str::shared(&self.buf, *pos, stop)
+            .ok_or_else(|| self.err(at, "string is not UTF-8"))?;
         *pos = stop;
-        Ok(s.into())
+        Ok(s)
+    }
+
+    /// An upper bound of the number of fields of a message (runs of one field number), so that its field
+    /// vector is allocated once. Malformed input stops the count early; decoding then reports it.
+    fn count_fields(&self, start: usize, end: usize) -> usize {
+        let (mut pos, mut n, mut last) = (start, 0, u64::MAX);
+        while pos < end {
+            let Ok(key) = self.varint(&mut pos, end) else {
+                break;
+            };
+            if key >> 3 != last {
+                n += 1;
+                last = key >> 3;
+            }
+            let skipped = match (key & 7) as u32 {
+                VARINT => self.varint(&mut pos, end).map(|_| ()),
+                LEN => self.delimited(&mut pos, end).map(|stop| pos = stop),
+                _ => break,
+            };
+            if skipped.is_err() {
+                break;
+            }
+        }
+        n
     }
 
     fn message(&mut self, ty: TypeId, start: usize, end: usize) -> Result<Node, Error> {
         self.enter(start)?;
         let def = ty.def();
         let mut node = Node::new(ty);
+        node.fields.reserve_exact(self.count_fields(start, end));
         let mut pending: Vec<Pending> = Vec::new();
         let mut pos = start;
         while pos < end {
@@ -465,7 +496,7 @@ impl<'a> Decoder<'a> {
             let many = def.elements[elem as usize].many;
             let field = node.field_mut(elem, alt).map_err(|m| self.err(end, m))?;
             let mut values = std::mem::take(&mut field.values).into_iter();
-            let mut merged = Vec::with_capacity(items.len());
+            let mut merged = Values::with_capacity(items.len());
             if !many && items.len() != 1 {
                 return Err(self.err(end, "more than one companion for a single primitive"));
             }
@@ -499,7 +530,7 @@ impl<'a> Decoder<'a> {
             let at = pos;
             let key = self.varint(&mut pos, end)?;
             match key {
-                0x0a => x.id = Some(self.string(&mut pos, end)?),
+                0x0a => x.id = Some(Box::from(&*self.string(&mut pos, end)?)),
                 0x12 => {
                     let stop = self.delimited(&mut pos, end)?;
                     x.extension.push(self.message(EXTENSION, pos, stop)?);

@@ -8,6 +8,7 @@ use crate::model::{Field, Node, Prim, PrimExtra, PrimValue, UNKNOWN_ELEM, Value}
 use crate::options::ReadOptions;
 use crate::path::PathStack;
 use crate::schema::{EXTENSION, Kind, PrimKind, TypeId, resource_type};
+use crate::text::Str;
 
 /// Parses one resource from JSON text.
 pub(crate) fn parse(input: &[u8], opts: &ReadOptions) -> Result<Node, Error> {
@@ -586,7 +587,7 @@ impl<'a> Parser<'a> {
                     parse_int(lex)
                         .ok_or_else(|| self.err_at(start, format!("invalid integer {lex}"), None))?
                 } else {
-                    PrimValue::Str(lex.into())
+                    PrimValue::Str(Str::from(lex))
                 }
             }
             _ => {
@@ -594,7 +595,7 @@ impl<'a> Parser<'a> {
                 if s.is_empty() {
                     return Err(self.err("empty string (absent values are omitted, not empty)"));
                 }
-                PrimValue::Str(s.into())
+                PrimValue::Str(Str::from(s))
             }
         };
         Ok(v)
@@ -692,7 +693,7 @@ impl<'a> Parser<'a> {
 
 const DUPLICATE: &str = "duplicate property";
 
-pub(crate) fn prim_str(s: Box<str>) -> Value {
+pub(crate) fn prim_str(s: Str) -> Value {
     Value::Prim(Prim {
         value: Some(PrimValue::Str(s)),
         extra: None,
