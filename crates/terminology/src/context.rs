@@ -84,6 +84,12 @@ pub struct Ctx<'a> {
     pub opts: Options,
     /// The largest expansion we produce.
     pub max_expansion: usize,
+    /// While set, an include whose code system (version) is unknown or fails a version check contributes no
+    /// codes instead of failing the evaluation: `$validate-code` reports such problems as issues of its answer.
+    pub lenient_includes: std::cell::Cell<bool>,
+    /// `system-version` / `check-system-version` values that chose a version for an unversioned include
+    /// (parameter name, `url|version`), echoed by `$expand`.
+    pub used_version_rules: std::cell::RefCell<Vec<(&'static str, String)>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -196,12 +202,21 @@ impl<'a> Ctx<'a> {
             return Some(s.to_string());
         }
         // Unversioned: a default version, else the pattern a version check demands picks the version.
-        self.opts
-            .default_versions
-            .iter()
-            .chain(&self.opts.check_versions)
-            .find(|(u, _)| u == url)
-            .map(|(_, v)| v.clone())
+        let rules = [
+            ("system-version", &self.opts.default_versions),
+            ("check-system-version", &self.opts.check_versions),
+        ];
+        for (name, list) in rules {
+            if let Some((_, v)) = list.iter().find(|(u, _)| u == url) {
+                let used = (name, format!("{url}|{v}"));
+                let mut seen = self.used_version_rules.borrow_mut();
+                if !seen.contains(&used) {
+                    seen.push(used);
+                }
+                return Some(v.clone());
+            }
+        }
+        None
     }
 
     /// Checks a chosen version against `check-system-version`.

@@ -214,7 +214,9 @@ pub fn resolve_include_cs(
     let version = ctx.effective_version(system, stated);
     match ctx.find_cs(system, version.as_deref()) {
         Some(cs) => {
-            ctx.check_version(&cs)?;
+            if !ctx.lenient_includes.get() {
+                ctx.check_version(&cs)?;
+            }
             ctx.with_supplements(cs, supplements)
         }
         None => Err(unknown_cs_for_expansion(ctx, system, version.as_deref())),
@@ -251,6 +253,13 @@ fn evaluate_include(
 ) -> Result<CodeSet, TxError> {
     let mut result: Option<CodeSet> = None;
     if let Some(system) = inc["system"].as_str() {
+        if ctx.lenient_includes.get() {
+            // An unknown code system (version) contributes nothing; validation reports it against the coding.
+            let version = ctx.effective_version(system, inc["version"].as_str());
+            if ctx.find_cs(system, version.as_deref()).is_none() {
+                return Ok(CodeSet::default());
+            }
+        }
         let cs = resolve_include_cs(ctx, system, inc["version"].as_str(), supplements)?;
         let used = cs.versioned_url();
         if !out.used_cs.contains(&used) {

@@ -11,16 +11,13 @@ use std::collections::HashMap;
 /// Parameters echoed into `expansion.parameter` when the request carries them.
 const ECHOED: &[&str] = &[
     "activeOnly",
-    "check-system-version",
     "count",
     "displayLanguage",
     "excludeNested",
     "filter",
-    "force-system-version",
     "includeDefinition",
     "includeDesignations",
     "offset",
-    "system-version",
     "default-valueset-version",
 ];
 
@@ -106,11 +103,32 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
             .collect()
     };
 
+    let mut contains = contains;
+    let versioned = systems_in_several_versions(&vs);
+    if !versioned.is_empty() {
+        let versions: HashMap<(&str, &str), &str> = entries
+            .iter()
+            .filter_map(|e| {
+                let (cs, _) = e.concept.as_ref()?;
+                Some(((e.system.as_str(), e.code.as_str()), cs.version.as_deref()?))
+            })
+            .collect();
+        add_versions(&mut contains, &versioned, &versions);
+    }
+
     let mut parameters = Vec::new();
     for p in params.entries() {
         if p["name"].as_str().is_some_and(|n| ECHOED.contains(&n)) {
             parameters.push(p.clone());
         }
+    }
+    // Version rules are echoed when they shaped the expansion: a forced version always, a default or a check
+    // when it chose the version of an unversioned include.
+    for (u, v) in &opts.force_versions {
+        parameters.push(json!({"name": "force-system-version", "valueUri": format!("{u}|{v}")}));
+    }
+    for (name, canonical) in ctx.used_version_rules.borrow().iter() {
+        parameters.push(json!({"name": name, "valueUri": canonical}));
     }
     for u in &ev.used_cs {
         parameters.push(json!({"name": "used-codesystem", "valueUri": u}));
@@ -118,6 +136,8 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     for u in &ev.used_vs {
         parameters.push(json!({"name": "used-valueset", "valueUri": u}));
     }
+    // tx.fhir.org lists them by name.
+    parameters.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let mut expansion = Map::new();
     expansion.insert(
         "identifier".into(),
@@ -181,6 +201,43 @@ fn property_declarations(ctx: &Ctx<'_>, entries: &[Entry]) -> Vec<Value> {
         out.push(decl);
     }
     out
+}
+
+/// Systems the value set includes in more than one stated version: their codes carry `version` in the
+/// expansion, since the code alone no longer says which version it came from.
+fn systems_in_several_versions(vs: &Value) -> Vec<String> {
+    let mut seen: HashMap<&str, Vec<&str>> = HashMap::new();
+    for inc in vs["compose"]["include"].as_array().into_iter().flatten() {
+        if let (Some(system), Some(version)) = (inc["system"].as_str(), inc["version"].as_str()) {
+            let versions = seen.entry(system).or_default();
+            if !versions.contains(&version) {
+                versions.push(version);
+            }
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(s, _)| s.to_string())
+        .collect()
+}
+
+fn add_versions(
+    contains: &mut [Value],
+    systems: &[String],
+    versions: &HashMap<(&str, &str), &str>,
+) {
+    for c in contains {
+        let key = (
+            c["system"].as_str().unwrap_or_default(),
+            c["code"].as_str().unwrap_or_default(),
+        );
+        if let (true, Some(v)) = (systems.iter().any(|s| s == key.0), versions.get(&key)) {
+            c["version"] = json!(v);
+        }
+        if let Some(children) = c.get_mut("contains").and_then(Value::as_array_mut) {
+            add_versions(children, systems, versions);
+        }
+    }
 }
 
 fn render_entry(ctx: &Ctx<'_>, e: &Entry) -> Value {

@@ -89,6 +89,8 @@ impl Terminology {
             overlay,
             opts: Options::from_params(params, accept_language),
             max_expansion: self.config.max_expansion,
+            lenient_includes: std::cell::Cell::new(false),
+            used_version_rules: Default::default(),
         }
     }
 

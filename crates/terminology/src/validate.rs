@@ -6,6 +6,7 @@ use crate::context::{Ctx, lang_matches, parse_languages, split_canonical};
 use crate::error::{Issue, Severity, TxError, operation_outcome};
 use crate::expand::{evaluate, vs_canonical, vs_supplements};
 use crate::params::Params;
+use crate::registry::version_matches;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -38,7 +39,10 @@ impl Coding {
     }
 
     fn label(&self) -> String {
-        format!("{}#{}", self.system.as_deref().unwrap_or(""), self.code)
+        match &self.version {
+            Some(v) => format!("{}|{v}#{}", self.system.as_deref().unwrap_or(""), self.code),
+            None => format!("{}#{}", self.system.as_deref().unwrap_or(""), self.code),
+        }
     }
 }
 
@@ -54,6 +58,12 @@ struct Check {
     status: Option<String>,
     issues: Vec<Issue>,
     unknown_system: Option<String>,
+    /// `x-caused-by-unknown-system`: a code system (version) the value set depends on is unknown.
+    caused_by_unknown: Option<String>,
+    /// The coding's version conflicts with the value set's, or a version rule refused the version used.
+    version_error: bool,
+    /// The code is in the value set (possibly in another version of its code system).
+    in_vs: bool,
 }
 
 fn read_codings(params: &Params) -> Result<(Vec<Coding>, Option<Value>, bool), TxError> {
@@ -114,7 +124,10 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     let (codings, cc, is_cc) = read_codings(params)?;
     let vs_label = vs_canonical(&vs);
     let mut stack = Vec::new();
-    let ev = evaluate(ctx, &vs, &mut stack)?;
+    ctx.lenient_includes.set(true);
+    let ev = evaluate(ctx, &vs, &mut stack);
+    ctx.lenient_includes.set(false);
+    let ev = ev?;
     let supplements = vs_supplements(&vs);
 
     let mut checks = Vec::new();
@@ -169,20 +182,9 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         let system = coding.system.clone().unwrap_or_default();
         check.system = Some(system.clone());
         check.code = Some(coding.code.clone());
-        // Which version of the code system does the value set use?
-        let include_version = vs["compose"]["include"].as_array().and_then(|incs| {
-            incs.iter()
-                .find(|i| i["system"] == system.as_str())
-                .and_then(|i| i["version"].as_str().map(str::to_string))
-        });
-        let stated = coding.version.clone().or(include_version.clone());
-        let v = ctx.effective_version(&system, stated.as_deref());
-        let cs = match ctx.find_cs(&system, v.as_deref()) {
+        let cs = match resolve_versions(ctx, &vs, &coding, &mut check) {
             Some(cs) => Some(ctx.with_supplements(cs, &supplements)?),
-            None => {
-                unknown_system(ctx, &coding, v.as_deref(), &mut check);
-                None
-            }
+            None => None,
         };
         if let Some(i) = cs
             .as_ref()
@@ -197,11 +199,13 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
                 .is_some_and(|c| ev.set.contains(&system, &c));
         if let Some(cs) = &cs {
             check_in_cs(ctx, cs, &coding, &mut check);
-            if !in_vs {
+            if !in_vs || check.version_error {
                 check.ok = false;
             }
         }
-        if !in_vs {
+        check.in_vs = in_vs && cs.is_some();
+        // A value set that could not be evaluated for want of a code system says so through that issue.
+        if !in_vs && check.caused_by_unknown.is_none() {
             let shown = match &coding.display {
                 Some(d) => format!("{} ('{d}')", coding.label()),
                 None => coding.label(),
@@ -238,6 +242,117 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     Ok(render(ctx, checks, cc, is_cc, Some(&vs_label)))
 }
 
+/// The version of the coding's code system the value set asks for: the include's version (preferring an include
+/// that lists the code, for value sets that use several versions), before request rules.
+fn include_version(vs: &Value, system: &str, code: &str) -> Option<String> {
+    let includes: Vec<&Value> = vs["compose"]["include"]
+        .as_array()
+        .map(|a| a.iter().filter(|i| i["system"] == system).collect())
+        .unwrap_or_default();
+    let lists = |i: &&&Value| {
+        i["concept"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["code"] == code))
+    };
+    includes
+        .iter()
+        .find(lists)
+        .or(includes.first())
+        .and_then(|i| i["version"].as_str().map(str::to_string))
+}
+
+/// Chooses the code system version to validate `coding` against in value set `vs`, as tx.fhir.org does: the
+/// coding's own version when the value set allows it, else the value set's (with an issue saying they differ).
+/// Unknown versions become issues; returns None when no version can be used.
+fn resolve_versions(
+    ctx: &Ctx<'_>,
+    vs: &Value,
+    coding: &Coding,
+    check: &mut Check,
+) -> Option<Arc<CodeSystem>> {
+    let system = coding.system.clone().unwrap_or_default();
+    let stated = include_version(vs, &system, &coding.code);
+    // The version the value set ends up with once force/default/check rules apply.
+    let vs_version = ctx.effective_version(&system, stated.as_deref());
+    let vs_cs = ctx.find_cs(&system, vs_version.as_deref());
+    let vs_depends = vs["compose"]["include"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|i| i["system"] == system.as_str()));
+    let used = match (&coding.version, &vs_version) {
+        (None, _) => {
+            if vs_cs.is_none() {
+                unknown_system(ctx, coding, vs_version.as_deref(), vs_depends, check);
+            }
+            vs_cs
+        }
+        (Some(cv), None) => match ctx.find_cs(&system, Some(cv)) {
+            Some(cs) => Some(cs),
+            None => {
+                unknown_system(ctx, coding, Some(cv), vs_depends, check);
+                if let Some(latest) = vs_cs.as_ref() {
+                    check.issues.push(
+                        Issue::new(
+                            Severity::Warning,
+                            "invalid",
+                            Some("vs-invalid"),
+                            format!(
+                                "The code system '{system}' version '{}' for the versionless include in the ValueSet include is different to the one in the value ('{cv}')",
+                                latest.version.as_deref().unwrap_or("")
+                            ),
+                        )
+                        .at(coding.expr("version")),
+                    );
+                }
+                check.version_error = true;
+                vs_cs
+            }
+        },
+        (Some(cv), Some(pattern)) if version_matches(pattern, cv) => {
+            let cs = ctx.find_cs(&system, Some(cv));
+            if cs.is_none() {
+                unknown_system(ctx, coding, Some(cv), vs_depends, check);
+            }
+            cs
+        }
+        (Some(cv), Some(pattern)) => {
+            let origin = if stated.as_deref() == Some(pattern.as_str()) {
+                String::new()
+            } else {
+                format!(
+                    " resulting from the version '{}'",
+                    stated.as_deref().unwrap_or("")
+                )
+            };
+            check.issues.push(
+                Issue::new(
+                    Severity::Error,
+                    "invalid",
+                    Some("vs-invalid"),
+                    format!(
+                        "The code system '{system}' version '{pattern}'{origin} in the ValueSet include is different to the one in the value ('{cv}')"
+                    ),
+                )
+                .at(coding.expr("version")),
+            );
+            if ctx.find_cs(&system, Some(cv)).is_none() {
+                unknown_system(ctx, coding, Some(cv), vs_depends, check);
+            } else if vs_cs.is_none() {
+                unknown_system(ctx, coding, Some(pattern), vs_depends, check);
+            }
+            check.version_error = true;
+            vs_cs
+        }
+    };
+    if let Some(Err(e)) = used.as_ref().map(|cs| ctx.check_version(cs)) {
+        check.issues.splice(
+            0..0,
+            e.issues.into_iter().map(|i| i.at(coding.expr("version"))),
+        );
+        check.version_error = true;
+    }
+    used
+}
+
 /// CodeSystem/$validate-code.
 pub fn validate_cs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     let (mut codings, cc, is_cc) = read_codings(params)?;
@@ -271,7 +386,7 @@ pub fn validate_cs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
                 match ctx.find_cs(u, version.as_deref()) {
                     Some(cs) => Some(ctx.with_supplements(cs, &[])?),
                     None => {
-                        unknown_system(ctx, coding, version.as_deref(), &mut check);
+                        unknown_system(ctx, coding, version.as_deref(), false, &mut check);
                         None
                     }
                 }
@@ -316,7 +431,13 @@ fn status_issue(resource: &Value, kind: &str) -> Option<Issue> {
     ))
 }
 
-fn unknown_system(ctx: &Ctx<'_>, coding: &Coding, version: Option<&str>, check: &mut Check) {
+fn unknown_system(
+    ctx: &Ctx<'_>,
+    coding: &Coding,
+    version: Option<&str>,
+    vs_depends: bool,
+    check: &mut Check,
+) {
     let system = coding.system.clone().unwrap_or_default();
     if ctx.find_vs(&system).is_some() {
         check.issues.push(
@@ -347,10 +468,16 @@ fn unknown_system(ctx: &Ctx<'_>, coding: &Coding, version: Option<&str>, check: 
     check.issues.push(
         Issue::new(Severity::Error, "not-found", Some("not-found"), text).at(coding.expr("system")),
     );
-    check.unknown_system = Some(match version {
-        Some(v) => format!("{system}|{v}"),
-        None => system,
-    });
+    // A value set that includes the system cannot be evaluated without it; a coding from elsewhere only names
+    // a system we do not know.
+    if vs_depends || !known.is_empty() {
+        check.caused_by_unknown = Some(match version {
+            Some(v) => format!("{system}|{v}"),
+            None => system,
+        });
+    } else {
+        check.unknown_system = Some(system);
+    }
     check.ok = false;
 }
 
@@ -576,9 +703,15 @@ fn render(
         checks.iter().all(|c| c.ok)
     };
     let mut issues: Vec<Issue> = Vec::new();
-    // The coding whose details we report: the first valid one, else the first.
-    let main = checks.iter().position(|c| c.ok).unwrap_or(0);
-    if let (true, false, Some(vs)) = (is_cc, ok, vs_label) {
+    // The coding whose details we report: the first valid one, else the first in the value set, else the first.
+    let main = checks
+        .iter()
+        .position(|c| c.ok)
+        .or_else(|| checks.iter().position(|c| c.in_vs))
+        .unwrap_or(0);
+    // A coding in the value set whose version conflicts is reported by its own issues.
+    let any_in_vs = checks.iter().any(|c| c.in_vs);
+    if let (true, false, false, Some(vs)) = (is_cc, ok, any_in_vs, vs_label) {
         {
             issues.push(Issue::new(
                 Severity::Error,
@@ -597,7 +730,8 @@ fn render(
         }
     }
     if let Some(c) = checks.get(main) {
-        if let (Some(code), true) = (&c.code, !is_cc || ok) {
+        let shown = !is_cc || ok || c.in_vs;
+        if let (Some(code), true) = (&c.code, shown) {
             out.push(json!({"name": "code", "valueCode": code}));
         }
         if let Some(d) = &c.display {
@@ -606,10 +740,10 @@ fn render(
         if c.inactive {
             out.push(json!({"name": "inactive", "valueBoolean": true}));
         }
-        if let (Some(s), true) = (&c.system, !is_cc || ok) {
+        if let (Some(s), true) = (&c.system, shown) {
             out.push(json!({"name": "system", "valueUri": s}));
         }
-        if let (Some(v), true) = (&c.version, !is_cc || ok) {
+        if let (Some(v), true) = (&c.version, shown) {
             out.push(json!({"name": "version", "valueString": v}));
         }
         if let (Some(s), true) = (&c.status, c.inactive) {
@@ -619,6 +753,9 @@ fn render(
     for c in &checks {
         if let Some(u) = &c.unknown_system {
             out.push(json!({"name": "x-unknown-system", "valueCanonical": u}));
+        }
+        if let Some(u) = &c.caused_by_unknown {
+            out.push(json!({"name": "x-caused-by-unknown-system", "valueCanonical": u}));
         }
     }
     if let Some(cc) = cc {
