@@ -26,6 +26,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 })
                 .await;
             engine.shutdown().await;
+            let s = engine.stats();
+            let per = |a: f64, b: u64| if b == 0 { 0.0 } else { a / b as f64 };
+            eprintln!(
+                "store: {} commits ({} durable), {:.2} writes per commit, {:.3} ms per commit",
+                s.commits,
+                s.durable_commits,
+                per(s.committed_ops as f64, s.commits),
+                per(s.commit_latency.sum_seconds * 1e3, s.commit_latency.count)
+            );
             Ok(())
         }
         Some("load") if args.len() == 5 => {

@@ -1,6 +1,7 @@
 //! The engine: receive (parse, store, acknowledge), route, and answer queries.
 
 use crate::config::{AckTiming, DuplicateAction, EngineConfig};
+use crate::counters::Counters;
 use crate::delivery;
 use crate::error::EngineError;
 use crate::record::{MessageId, Page, Query, Stats, StoredMessage};
@@ -10,9 +11,9 @@ use bytes::Bytes;
 use hl7v2::{AckCode, AckError, AckMode, ErrorCode, ErrorLocation, Message};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
 /// The interface engine: a durable store, duplicate detection, routes and their delivery workers.
@@ -29,7 +30,7 @@ pub(crate) struct Inner {
     pub(crate) config: EngineConfig,
     pub(crate) routes: Vec<Route>,
     queues: HashMap<String, mpsc::UnboundedSender<MessageId>>,
-    pub(crate) counters: Counters,
+    pub(crate) counters: Arc<Counters>,
     /// Receivers waiting for a delivery's outcome (`after-processing` acknowledgements).
     waiters: Mutex<Waiters>,
     stop: watch::Sender<bool>,
@@ -38,16 +39,6 @@ pub(crate) struct Inner {
 
 /// Who waits for the outcome of each (message, route) delivery.
 type Waiters = HashMap<(MessageId, String), Vec<oneshot::Sender<bool>>>;
-
-#[derive(Default)]
-pub(crate) struct Counters {
-    pub received: AtomicU64,
-    pub duplicates: AtomicU64,
-    pub rejected: AtomicU64,
-    pub delivered: AtomicU64,
-    pub failed_attempts: AtomicU64,
-    pub dead: AtomicU64,
-}
 
 /// What [`Engine::receive`] did with a message.
 #[derive(Debug, Clone)]
@@ -65,7 +56,8 @@ pub struct Receipt {
 impl Engine {
     /// Opens the store in `dir` (created if missing) and starts one delivery task per route.
     pub fn open(dir: &Path, config: EngineConfig) -> Result<Engine, EngineError> {
-        let store = Store::open(dir, &config.store)?;
+        let counters = Arc::new(Counters::default());
+        let store = Store::open(dir, &config.store, counters.clone())?;
         let routes: Vec<Route> = config
             .routes
             .iter()
@@ -103,7 +95,7 @@ impl Engine {
             config,
             routes,
             queues,
-            counters: Counters::default(),
+            counters,
             waiters: Mutex::new(HashMap::new()),
             stop,
             workers: Mutex::new(Vec::new()),
@@ -180,6 +172,7 @@ impl Engine {
         if rejected {
             inner.counters.rejected.fetch_add(1, Ordering::Relaxed);
         }
+        let submitted = Instant::now();
         let pending = match inner.store.insert(new) {
             Ok(rx) => rx,
             Err(e) => return self.failed(&msg, enhanced, &e),
@@ -202,12 +195,17 @@ impl Engine {
             let this = self.clone();
             tokio::spawn(async move {
                 if let Ok(Ok(inserted)) = pending.await {
+                    this.inner
+                        .counters
+                        .store_latency
+                        .observe(submitted.elapsed());
                     this.queued(&inserted);
                 }
             });
             let ack = if rejected {
                 reject(AckCode::AR, AckCode::CR)
             } else {
+                Counters::add(&inner.counters.acked, 1);
                 accept(&msg, enhanced)
             };
             return Receipt {
@@ -218,7 +216,10 @@ impl Engine {
             };
         }
         let inserted = match pending.await {
-            Ok(Ok(inserted)) => inserted,
+            Ok(Ok(inserted)) => {
+                inner.counters.store_latency.observe(submitted.elapsed());
+                inserted
+            }
             Ok(Err(e)) => return self.failed(&msg, enhanced, &e),
             Err(_) => return self.failed(&msg, enhanced, &EngineError::ShuttingDown),
         };
@@ -231,12 +232,16 @@ impl Engine {
         let ack = if rejected {
             reject(AckCode::AR, AckCode::CR)
         } else if waits.is_empty() {
+            Counters::add(&inner.counters.acked, 1);
             accept(&msg, enhanced)
         } else {
             let limit = Duration::from_millis(inner.config.ack.processing_timeout_ms);
             let all = futures_all(waits);
             match tokio::time::timeout(limit, all).await {
-                Ok(true) => accept(&msg, enhanced),
+                Ok(true) => {
+                    Counters::add(&inner.counters.acked, 1);
+                    accept(&msg, enhanced)
+                }
                 Ok(false) => error_ack(&msg, enhanced, "stored, but a delivery failed"),
                 Err(_) => error_ack(&msg, enhanced, "stored, but not yet delivered"),
             }
@@ -332,6 +337,7 @@ impl Engine {
                 .fetch_add(1, Ordering::Relaxed);
             tracing::info!(id = %inserted.id, duplicate_of = %first, "duplicate message");
         }
+        Counters::add(&self.inner.counters.routed, inserted.routes.len() as u64);
         for route in &inserted.routes {
             if let Some(q) = self.inner.queues.get(route) {
                 let _ = q.send(inserted.id);
@@ -382,6 +388,7 @@ impl Engine {
             .map(|r| r.name.clone())
             .collect();
         let routes = self.inner.store.requeue(id, routes).await?;
+        Counters::add(&self.inner.counters.routed, routes.len() as u64);
         for route in &routes {
             if let Some(q) = self.inner.queues.get(route) {
                 let _ = q.send(id);
@@ -390,18 +397,9 @@ impl Engine {
         Ok(routes)
     }
 
-    /// Counters since the engine started.
+    /// Counters and latency histograms since the engine started.
     pub fn stats(&self) -> Stats {
-        let c = &self.inner.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        Stats {
-            received: get(&c.received),
-            duplicates: get(&c.duplicates),
-            rejected: get(&c.rejected),
-            delivered: get(&c.delivered),
-            failed_attempts: get(&c.failed_attempts),
-            dead: get(&c.dead),
-        }
+        self.inner.counters.snapshot()
     }
 
     /// Stops the delivery tasks (a delivery in flight stays pending and is retried on the next start), commits what

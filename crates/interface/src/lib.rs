@@ -25,6 +25,7 @@
 //! ```
 
 mod config;
+mod counters;
 mod delivery;
 mod engine;
 mod error;
@@ -41,6 +42,6 @@ pub use engine::{Engine, Receipt};
 pub use error::EngineError;
 pub use load::{LoadOptions, LoadReport, load};
 pub use record::{
-    Attempt, Delivery, DeliveryStatus, MessageId, MessageSummary, Page, Query, Stats, Status,
-    StoredMessage,
+    Attempt, Delivery, DeliveryStatus, Histogram, MessageId, MessageSummary, Page, Query, Stats,
+    Status, StoredMessage,
 };

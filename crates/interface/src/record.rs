@@ -195,18 +195,46 @@ pub struct Page {
 }
 
 /// Counters since the engine started.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Stats {
     /// Frames received (including rejected ones).
     pub received: u64,
+    /// Messages answered with an accepting acknowledgement (AA/CA), whether or not MSH-15/16 let it be sent.
+    pub acked: u64,
     /// Duplicates detected.
     pub duplicates: u64,
     /// Messages rejected (unparseable or oversized).
     pub rejected: u64,
+    /// Deliveries queued on a route (one per message and matching route, replays included).
+    pub routed: u64,
     /// Deliveries completed.
     pub delivered: u64,
-    /// Delivery attempts that failed.
+    /// Delivery attempts that failed (each one is retried until the delivery is dead-lettered).
     pub failed_attempts: u64,
     /// Deliveries dead-lettered.
     pub dead: u64,
+    /// Store commits (write transactions), durable or not.
+    pub commits: u64,
+    /// Store commits that waited for fsync.
+    pub durable_commits: u64,
+    /// Writes covered by those commits (messages stored, delivery attempts recorded, replays): divided by
+    /// `commits`, the group-commit batch size.
+    pub committed_ops: u64,
+    /// From submitting a message to the store until it is committed: what an acknowledgement waits for.
+    pub store_latency: Histogram,
+    /// The duration of one store commit.
+    pub commit_latency: Histogram,
+}
+
+/// A latency histogram snapshot, in the shape Prometheus wants.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Histogram {
+    /// Observations.
+    pub count: u64,
+    /// Their sum in seconds.
+    pub sum_seconds: f64,
+    /// (upper bound in seconds, observations at or below it), ascending; cumulative.
+    pub buckets: Vec<(f64, u64)>,
 }

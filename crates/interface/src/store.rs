@@ -6,6 +6,7 @@
 //! Reads use their own read transactions and never wait for the writer (MVCC).
 
 use crate::config::StoreConfig;
+use crate::counters::Counters;
 use crate::error::EngineError;
 use crate::record::{
     Attempt, Delivery, DeliveryStatus, MessageId, MessageSummary, Page, Query, Status,
@@ -16,8 +17,9 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinitio
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// Raw bytes as received, by message id.
 const RAW: TableDefinition<u64, &[u8]> = TableDefinition::new("raw");
@@ -36,6 +38,8 @@ const INFO: TableDefinition<&str, u64> = TableDefinition::new("info");
 pub(crate) const FORMAT_VERSION: u64 = 1;
 const MAX_BATCH: usize = 4096;
 const MAX_HISTORY: usize = 50;
+/// The longest a durable commit waits to gather more messages ([`gather`]).
+const MAX_GATHER: Duration = Duration::from_millis(2);
 
 /// The on-disk header record of a message (JSON in [`META`]).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -155,13 +159,17 @@ impl Answer {
 /// The store: cheap to share (`Arc`).
 pub(crate) struct Store {
     db: Arc<Database>,
-    tx: std::sync::Mutex<Option<mpsc::UnboundedSender<Op>>>,
+    tx: std::sync::Mutex<Option<mpsc::Sender<Op>>>,
     writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Store {
     /// Opens (or creates) `dir/messages.redb` and starts the writer thread.
-    pub(crate) fn open(dir: &Path, config: &StoreConfig) -> Result<Store, EngineError> {
+    pub(crate) fn open(
+        dir: &Path,
+        config: &StoreConfig,
+        counters: Arc<Counters>,
+    ) -> Result<Store, EngineError> {
         let path = dir.join("messages.redb");
         let open_err = |detail: String| EngineError::Open {
             path: path.clone(),
@@ -171,7 +179,7 @@ impl Store {
         let db = Database::create(&path).map_err(|e| open_err(e.to_string()))?;
         let next_id = init(&db, &path)?;
         let db = Arc::new(db);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel();
         let writer_db = db.clone();
         let mode = WriteMode {
             durable: config.durable,
@@ -179,7 +187,7 @@ impl Store {
         };
         let writer = std::thread::Builder::new()
             .name("message-store-writer".into())
-            .spawn(move || run_writer(writer_db, rx, next_id, mode))
+            .spawn(move || run_writer(writer_db, rx, next_id, mode, &counters))
             .map_err(|e| open_err(e.to_string()))?;
         Ok(Store {
             db,
@@ -448,25 +456,43 @@ struct WriteMode {
 
 fn run_writer(
     db: Arc<Database>,
-    mut rx: mpsc::UnboundedReceiver<Op>,
+    rx: mpsc::Receiver<Op>,
     mut next_id: u64,
     mode: WriteMode,
+    counters: &Counters,
 ) {
     let mut last_sync = Instant::now();
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = rx.blocking_recv() {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
+    // What a durable commit costs lately (a moving average), and how many writers took part in the last cycle (the
+    // batch committed plus what arrived meanwhile): together they decide how long to gather before an fsync.
+    let mut commit_cost = Duration::ZERO;
+    let mut expected = 1;
+    loop {
+        if batch.is_empty() {
+            match rx.recv() {
                 Ok(op) => batch.push(op),
                 Err(_) => break,
             }
         }
+        take_queued(&rx, &mut batch);
         // Non-durable mode still makes a durable commit at least once a second, which bounds what a crash loses
         // and lets redb reclaim pages.
         let sync = mode.durable || last_sync.elapsed() > Duration::from_secs(1);
+        if sync && batch.len() < expected {
+            gather(&rx, &mut batch, expected, (commit_cost / 2).min(MAX_GATHER));
+        }
+        let size = batch.len();
         let before = next_id;
+        let began = Instant::now();
         let result = apply_batch(&db, &mut batch, &mut next_id, sync, mode.quick_repair);
+        let took = began.elapsed();
+        counters.commit_latency.observe(took);
+        Counters::add(&counters.commits, 1);
+        Counters::add(&counters.committed_ops, size as u64);
+        if sync {
+            Counters::add(&counters.durable_commits, 1);
+            commit_cost = (commit_cost * 3 + took) / 4;
+        }
         match result {
             Ok(answers) => {
                 if sync {
@@ -484,10 +510,43 @@ fn run_writer(
                 }
             }
         }
+        take_queued(&rx, &mut batch);
+        expected = (size + batch.len()).min(MAX_BATCH);
     }
     // The channel is closed: make everything durable before the process exits.
     if let Ok(txn) = db.begin_write() {
         let _ = txn.commit();
+    }
+}
+
+/// Moves whatever is already queued into the batch, up to the batch limit.
+fn take_queued(rx: &mpsc::Receiver<Op>, batch: &mut Vec<Op>) {
+    while batch.len() < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(op) => batch.push(op),
+            Err(_) => break,
+        }
+    }
+}
+
+/// Group commit under a closed loop: the senders answered by the previous commit are sending their next message
+/// right now, a few hundred microseconds apart. Waiting for them (until `expected` are in, at most `window`) lets
+/// one fsync cover all of them, where otherwise the first to arrive would start a commit of its own and the others
+/// would wait for the next one.
+fn gather(rx: &mpsc::Receiver<Op>, batch: &mut Vec<Op>, expected: usize, window: Duration) {
+    let deadline = Instant::now() + window;
+    while batch.len() < expected {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        match rx.recv_timeout(left) {
+            Ok(op) => {
+                batch.push(op);
+                take_queued(rx, batch);
+            }
+            Err(_) => return,
+        }
     }
 }
 

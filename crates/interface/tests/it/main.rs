@@ -4,6 +4,7 @@
 mod ack;
 mod api;
 mod duplicates;
+mod group_commit;
 mod restart;
 mod routes;
 

@@ -70,6 +70,20 @@ async fn failures_are_retried_then_dead_lettered_and_replay_requeues() {
     assert_eq!(h.engine.replay(id).await.unwrap(), vec!["ris".to_string()]);
     h.wait_status(id, Status::Delivered).await;
     assert_eq!(down.received.lock().unwrap().len(), 2);
+
+    // The counters /metrics exports.
+    let s = h.engine.stats();
+    assert_eq!((s.received, s.acked, s.rejected), (2, 2, 0));
+    assert_eq!(s.routed, 3, "two messages and one replay");
+    assert_eq!(s.failed_attempts, 2 + 3);
+    assert_eq!((s.delivered, s.dead), (2, 1));
+    assert_eq!(s.store_latency.count, 2);
+    assert!(s.durable_commits >= 1 && s.commits >= s.durable_commits);
+    assert_eq!(
+        s.committed_ops,
+        2 + 7 + 1,
+        "2 messages, 7 attempts, 1 replay"
+    );
 }
 
 #[tokio::test]
