@@ -45,6 +45,9 @@ pub struct Issue {
     pub text: String,
     /// FHIRPath expressions of the elements concerned.
     pub expression: Vec<String>,
+    /// The id of the message in the FHIR validator's message bundle (`operationoutcome-message-id`), for
+    /// the messages whose id clients and the conformance tests rely on.
+    pub message_id: Option<&'static str>,
 }
 
 impl Issue {
@@ -61,7 +64,14 @@ impl Issue {
             tx_code,
             text: text.into(),
             expression: Vec::new(),
+            message_id: None,
         }
+    }
+
+    /// Sets the message id.
+    pub fn with_id(mut self, id: &'static str) -> Self {
+        self.message_id = Some(id);
+        self
     }
 
     /// Adds an expression.
@@ -77,11 +87,21 @@ impl Issue {
             details["coding"] = json!([{ "system": TX_ISSUE_TYPE, "code": tx }]);
         }
         details["text"] = json!(self.text);
-        let mut v = json!({
+        let mut v = json!({});
+        if let Some(id) = self.message_id {
+            v["extension"] = json!([{
+                "url": "http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id",
+                "valueString": id,
+            }]);
+        }
+        let v2 = json!({
             "severity": self.severity.code(),
             "code": self.code,
             "details": details,
         });
+        if let (Value::Object(m), Value::Object(more)) = (&mut v, v2) {
+            m.extend(more);
+        }
         // `location` is deprecated in R5 and the conformance tests expect `expression` alone.
         if !self.expression.is_empty() {
             v["expression"] = json!(self.expression);

@@ -25,6 +25,10 @@ pub struct Entry {
     pub concept: Option<(Arc<CodeSystem>, usize)>,
     /// Whether it came from an include that keeps the code system's hierarchy.
     pub hierarchical: bool,
+    /// The code system version stated by the include it came from.
+    pub include_version: Option<String>,
+    /// Whether the expansion shows its code system version.
+    pub show_version: bool,
 }
 
 impl Entry {
@@ -43,37 +47,96 @@ impl Entry {
     }
 }
 
-/// An ordered set of codes keyed by (system, code).
+impl Entry {
+    /// The version of the code system the code comes from.
+    pub fn version(&self) -> Option<&str> {
+        self.concept
+            .as_ref()
+            .and_then(|(cs, _)| cs.version.as_deref())
+    }
+
+    fn key(&self) -> (String, String, String) {
+        (
+            self.system.clone(),
+            self.code.clone(),
+            self.version().unwrap_or_default().to_string(),
+        )
+    }
+}
+
+/// An ordered set of codes keyed by (system, code, code system version): a value set may hold the same code
+/// from two versions of its code system.
 #[derive(Debug, Clone, Default)]
 pub struct CodeSet {
     /// Entries in order.
     pub entries: Vec<Entry>,
-    index: HashMap<(String, String), usize>,
+    index: HashMap<(String, String, String), usize>,
+    codes: HashMap<(String, String), usize>,
 }
 
 impl CodeSet {
     fn insert(&mut self, e: Entry) {
-        let key = (e.system.clone(), e.code.clone());
+        let key = e.key();
         if !self.index.contains_key(&key) {
             self.index.insert(key, self.entries.len());
+            *self
+                .codes
+                .entry((e.system.clone(), e.code.clone()))
+                .or_default() += 1;
             self.entries.push(e);
         }
     }
 
-    /// Whether (system, code) is in the set.
+    /// With `versionsMatch`, a code from another version replaces the one already there, in its place.
+    fn insert_merged(&mut self, e: Entry) {
+        match self
+            .entries
+            .iter()
+            .position(|x| x.system == e.system && x.code == e.code)
+        {
+            Some(i) => {
+                self.entries[i] = e;
+                self.reindex();
+            }
+            None => self.insert(e),
+        }
+    }
+
+    /// Whether (system, code) is in the set, in any version.
     pub fn contains(&self, system: &str, code: &str) -> bool {
-        self.index
+        self.codes
             .contains_key(&(system.to_string(), code.to_string()))
+    }
+
+    /// Whether (system, code) is in the set in code system `version` (any version when None); codes not
+    /// defined by a loaded code system match every version.
+    pub fn contains_in(&self, system: &str, code: &str, version: Option<&str>) -> bool {
+        let Some(v) = version else {
+            return self.contains(system, code);
+        };
+        let key = |v: &str| (system.to_string(), code.to_string(), v.to_string());
+        self.index.contains_key(&key(v)) || self.index.contains_key(&key(""))
+    }
+
+    fn contains_entry(&self, e: &Entry) -> bool {
+        self.index.contains_key(&e.key())
     }
 
     fn retain(&mut self, keep: impl Fn(&Entry) -> bool) {
         self.entries.retain(|e| keep(e));
-        self.index = self
-            .entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| ((e.system.clone(), e.code.clone()), i))
-            .collect();
+        self.reindex();
+    }
+
+    fn reindex(&mut self) {
+        self.index.clear();
+        self.codes.clear();
+        for (i, e) in self.entries.iter().enumerate() {
+            self.index.insert(e.key(), i);
+            *self
+                .codes
+                .entry((e.system.clone(), e.code.clone()))
+                .or_default() += 1;
+        }
     }
 }
 
@@ -88,6 +151,8 @@ pub struct Evaluated {
     pub used_vs: Vec<String>,
     /// Warnings met on the way.
     pub issues: Vec<Issue>,
+    /// Codes of different versions of one code system were merged (`versionsMatch`).
+    pub versions_match: bool,
 }
 
 /// The canonical `url|version` of a value set resource.
@@ -155,6 +220,8 @@ fn evaluate_compose(
         return Ok(());
     };
     let supplements = vs_supplements(vs);
+    let versions_match = versions_match(vs);
+    out.versions_match = versions_match;
     let includes = compose["include"].as_array().cloned().unwrap_or_default();
     for (i, inc) in includes.iter().enumerate() {
         let set = evaluate_include(
@@ -165,8 +232,13 @@ fn evaluate_compose(
             out,
             &format!("ValueSet.compose.include[{i}]"),
         )?;
-        for e in set.entries {
-            out.set.insert(e);
+        for mut e in set.entries {
+            e.include_version = inc["version"].as_str().map(str::to_string);
+            if versions_match {
+                out.set.insert_merged(e);
+            } else {
+                out.set.insert(e);
+            }
         }
     }
     if let Some(excludes) = compose["exclude"].as_array() {
@@ -179,10 +251,64 @@ fn evaluate_compose(
                 out,
                 &format!("ValueSet.compose.exclude[{i}]"),
             )?;
-            out.set.retain(|e| !set.contains(&e.system, &e.code));
+            if versions_match {
+                out.set.retain(|e| !set.contains(&e.system, &e.code));
+            } else {
+                out.set.retain(|e| !set.contains_entry(e));
+            }
         }
     }
+    if several_versions(&out.set) {
+        // As tx.fhir.org lists them: by code, the newest stated version first, unversioned includes last.
+        out.set.entries.sort_by(|a, b| {
+            (&a.system, &a.code)
+                .cmp(&(&b.system, &b.code))
+                .then_with(|| match (&a.include_version, &b.include_version) {
+                    (Some(x), Some(y)) => crate::registry::compare_versions(y, x),
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                })
+        });
+        out.set.reindex();
+    }
     Ok(())
+}
+
+/// The `versionsMatch` expansion parameter of a value set: codes of different versions of a code system are
+/// the same code. Unstated, it holds when a whole code system version is excluded (tx.fhir.org's behaviour).
+fn versions_match(vs: &Value) -> bool {
+    let stated = vs["compose"]["extension"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| {
+            e["url"] == "http://hl7.org/fhir/StructureDefinition/valueset-expansion-parameter"
+        })
+        .find_map(|e| {
+            let parts = e["extension"].as_array()?;
+            let name = parts.iter().find(|p| p["url"] == "name")?;
+            if name["valueCode"] != "versionsMatch" {
+                return None;
+            }
+            let value = parts.iter().find(|p| p["url"] == "value")?;
+            value["valueString"]
+                .as_str()
+                .map(|v| v == "true")
+                .or(value["valueBoolean"].as_bool())
+        });
+    stated.unwrap_or_else(|| {
+        vs["compose"]["exclude"].as_array().is_some_and(|a| {
+            a.iter().any(|x| {
+                x["version"].is_string() && x.get("concept").is_none() && x.get("filter").is_none()
+            })
+        })
+    })
+}
+
+/// Whether some code occurs in more than one version of its code system.
+fn several_versions(set: &CodeSet) -> bool {
+    set.codes.values().any(|&n| n > 1)
 }
 
 fn add_contains(contains: &[Value], set: &mut CodeSet) {
@@ -196,6 +322,8 @@ fn add_contains(contains: &[Value], set: &mut CodeSet) {
                 vs_extensions: Vec::new(),
                 concept: None,
                 hierarchical: false,
+                include_version: None,
+                show_version: false,
             });
         }
         if let Some(children) = c["contains"].as_array() {
@@ -283,6 +411,8 @@ fn evaluate_include(
                     vs_extensions: c["extension"].as_array().cloned().unwrap_or_default(),
                     concept: found.map(|i| (cs.clone(), i)),
                     hierarchical: false,
+                    include_version: None,
+                    show_version: false,
                 });
             }
         } else {
@@ -320,6 +450,8 @@ fn evaluate_include(
                         vs_extensions: Vec::new(),
                         concept: Some((cs.clone(), i)),
                         hierarchical: true,
+                        include_version: None,
+                        show_version: false,
                     });
                 }
             }

@@ -89,6 +89,11 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
             ),
         ));
     }
+    // Codes say which version they come from when the value set uses several versions of their system.
+    let versioned = systems_in_several_versions(&vs, &ev.used_cs);
+    for e in entries.iter_mut() {
+        e.show_version = versioned.contains(&e.system);
+    }
     let offset = opts.offset.unwrap_or(0);
     let paged = opts.count.is_some() || offset > 0;
     let nest = opts.exclude_nested != Some(true) && !paged && opts.filter.is_none();
@@ -102,19 +107,6 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
             .map(|e| render_entry(ctx, e))
             .collect()
     };
-
-    let mut contains = contains;
-    let versioned = systems_in_several_versions(&vs);
-    if !versioned.is_empty() {
-        let versions: HashMap<(&str, &str), &str> = entries
-            .iter()
-            .filter_map(|e| {
-                let (cs, _) = e.concept.as_ref()?;
-                Some(((e.system.as_str(), e.code.as_str()), cs.version.as_deref()?))
-            })
-            .collect();
-        add_versions(&mut contains, &versioned, &versions);
-    }
 
     let mut parameters = Vec::new();
     for p in params.entries() {
@@ -132,6 +124,9 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     }
     for u in &ev.used_cs {
         parameters.push(json!({"name": "used-codesystem", "valueUri": u}));
+    }
+    if ev.versions_match {
+        parameters.push(json!({"name": "versionsMatch", "valueBoolean": true}));
     }
     for u in &ev.used_vs {
         parameters.push(json!({"name": "used-valueset", "valueUri": u}));
@@ -205,7 +200,7 @@ fn property_declarations(ctx: &Ctx<'_>, entries: &[Entry]) -> Vec<Value> {
 
 /// Systems the value set includes in more than one stated version: their codes carry `version` in the
 /// expansion, since the code alone no longer says which version it came from.
-fn systems_in_several_versions(vs: &Value) -> Vec<String> {
+fn systems_in_several_versions(vs: &Value, used: &[String]) -> Vec<String> {
     let mut seen: HashMap<&str, Vec<&str>> = HashMap::new();
     for inc in vs["compose"]["include"].as_array().into_iter().flatten() {
         if let (Some(system), Some(version)) = (inc["system"].as_str(), inc["version"].as_str()) {
@@ -215,29 +210,17 @@ fn systems_in_several_versions(vs: &Value) -> Vec<String> {
             }
         }
     }
+    let mut used_versions: HashMap<&str, Vec<&str>> = HashMap::new();
+    for u in used {
+        if let Some((system, version)) = u.split_once('|') {
+            used_versions.entry(system).or_default().push(version);
+        }
+    }
     seen.into_iter()
+        .chain(used_versions)
         .filter(|(_, v)| v.len() > 1)
         .map(|(s, _)| s.to_string())
         .collect()
-}
-
-fn add_versions(
-    contains: &mut [Value],
-    systems: &[String],
-    versions: &HashMap<(&str, &str), &str>,
-) {
-    for c in contains {
-        let key = (
-            c["system"].as_str().unwrap_or_default(),
-            c["code"].as_str().unwrap_or_default(),
-        );
-        if let (true, Some(v)) = (systems.iter().any(|s| s == key.0), versions.get(&key)) {
-            c["version"] = json!(v);
-        }
-        if let Some(children) = c.get_mut("contains").and_then(Value::as_array_mut) {
-            add_versions(children, systems, versions);
-        }
-    }
 }
 
 fn render_entry(ctx: &Ctx<'_>, e: &Entry) -> Value {
@@ -248,6 +231,9 @@ fn render_entry(ctx: &Ctx<'_>, e: &Entry) -> Value {
     }
     if e.inactive() {
         m.insert("inactive".into(), json!(true));
+    }
+    if let (true, Some(v)) = (e.show_version, e.version()) {
+        m.insert("version".into(), json!(v));
     }
     m.insert("code".into(), json!(e.code));
     if let Some(d) = display_of(ctx, e) {

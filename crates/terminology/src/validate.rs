@@ -39,9 +39,14 @@ impl Coding {
     }
 
     fn label(&self) -> String {
+        format!("{}#{}", self.system.as_deref().unwrap_or(""), self.code)
+    }
+
+    /// `system|version#code`, as not-in-value-set messages show a coding.
+    fn versioned_label(&self) -> String {
         match &self.version {
             Some(v) => format!("{}|{v}#{}", self.system.as_deref().unwrap_or(""), self.code),
-            None => format!("{}#{}", self.system.as_deref().unwrap_or(""), self.code),
+            None => self.label(),
         }
     }
 }
@@ -192,11 +197,17 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         {
             check.issues.push(i);
         }
-        let in_vs = ev.set.contains(&system, &coding.code)
+        // Membership is per version only where the value set names several versions of the system; a
+        // version pattern or a versionless include admits the codes of every version it matches.
+        let version = cs
+            .as_ref()
+            .and_then(|cs| cs.version.as_deref())
+            .filter(|_| stated_versions(&vs, &system) > 1);
+        let in_vs = ev.set.contains_in(&system, &coding.code, version)
             || cs
                 .as_ref()
                 .and_then(|cs| cs.find(&coding.code).map(|i| cs.concepts[i].code.clone()))
-                .is_some_and(|c| ev.set.contains(&system, &c));
+                .is_some_and(|c| ev.set.contains_in(&system, &c, version));
         if let Some(cs) = &cs {
             check_in_cs(ctx, cs, &coding, &mut check);
             if !in_vs || check.version_error {
@@ -207,8 +218,8 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         // A value set that could not be evaluated for want of a code system says so through that issue.
         if !in_vs && check.caused_by_unknown.is_none() {
             let shown = match &coding.display {
-                Some(d) => format!("{} ('{d}')", coding.label()),
-                None => coding.label(),
+                Some(d) => format!("{} ('{d}')", coding.versioned_label()),
+                None => coding.versioned_label(),
             };
             let severity = if is_cc {
                 Severity::Information
@@ -230,6 +241,7 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
                         "The provided code '{shown}' was not found in the value set '{vs_label}'"
                     ),
                 )
+                .with_id("None_of_the_provided_codes_are_in_the_value_set_one")
                 .at(coding.expr("code")),
             );
         }
@@ -244,7 +256,7 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
 
 /// The version of the coding's code system the value set asks for: the include's version (preferring an include
 /// that lists the code, for value sets that use several versions), before request rules.
-fn include_version(vs: &Value, system: &str, code: &str) -> Option<String> {
+fn include_version(vs: &Value, system: &str, code: &str, wanted: Option<&str>) -> Option<String> {
     let includes: Vec<&Value> = vs["compose"]["include"]
         .as_array()
         .map(|a| a.iter().filter(|i| i["system"] == system).collect())
@@ -254,11 +266,41 @@ fn include_version(vs: &Value, system: &str, code: &str) -> Option<String> {
             .as_array()
             .is_some_and(|cs| cs.iter().any(|c| c["code"] == code))
     };
-    includes
+    let listing: Vec<&&Value> = includes.iter().filter(lists).collect();
+    let candidates: Vec<&&Value> = if listing.is_empty() {
+        includes.iter().collect()
+    } else {
+        listing
+    };
+    // Several versions of the system: the one the coding names, else the newest stated one.
+    let named = wanted.and_then(|w| {
+        candidates
+            .iter()
+            .filter_map(|i| i["version"].as_str())
+            .find(|v| version_matches(v, w))
+    });
+    if let Some(v) = named {
+        return Some(v.to_string());
+    }
+    candidates
         .iter()
-        .find(lists)
-        .or(includes.first())
-        .and_then(|i| i["version"].as_str().map(str::to_string))
+        .filter_map(|i| i["version"].as_str())
+        .max_by(|a, b| crate::registry::compare_versions(a, b))
+        .map(str::to_string)
+}
+
+/// How many distinct versions of `system` the value set's includes state.
+fn stated_versions(vs: &Value, system: &str) -> usize {
+    let mut versions: Vec<&str> = vs["compose"]["include"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["system"] == system)
+        .filter_map(|i| i["version"].as_str())
+        .collect();
+    versions.sort_unstable();
+    versions.dedup();
+    versions.len()
 }
 
 /// Chooses the code system version to validate `coding` against in value set `vs`, as tx.fhir.org does: the
@@ -271,7 +313,7 @@ fn resolve_versions(
     check: &mut Check,
 ) -> Option<Arc<CodeSystem>> {
     let system = coding.system.clone().unwrap_or_default();
-    let stated = include_version(vs, &system, &coding.code);
+    let stated = include_version(vs, &system, &coding.code, coding.version.as_deref());
     // The version the value set ends up with once force/default/check rules apply.
     let vs_version = ctx.effective_version(&system, stated.as_deref());
     let vs_cs = ctx.find_cs(&system, vs_version.as_deref());
@@ -513,8 +555,14 @@ fn check_in_cs(ctx: &Ctx<'_>, cs: &CodeSystem, coding: &Coding, check: &mut Chec
                 coding.code, cs.url
             ),
         };
+        let id = if cs.version.is_some() {
+            "Unknown_Code_in_Version"
+        } else {
+            "Unknown_Code_in"
+        };
         check.issues.push(
             Issue::new(Severity::Error, "code-invalid", Some("invalid-code"), text)
+                .with_id(id)
                 .at(coding.expr("code")),
         );
         check.ok = false;
@@ -710,7 +758,9 @@ fn render(
         .or_else(|| checks.iter().position(|c| c.in_vs))
         .unwrap_or(0);
     // A coding in the value set whose version conflicts is reported by its own issues.
-    let any_in_vs = checks.iter().any(|c| c.in_vs);
+    let any_in_vs = checks
+        .iter()
+        .any(|c| c.in_vs || c.caused_by_unknown.is_some());
     if let (true, false, false, Some(vs)) = (is_cc, ok, any_in_vs, vs_label) {
         {
             issues.push(Issue::new(
