@@ -486,7 +486,11 @@ impl Model {
              // element (choice elements: one field per type), and for each extensible primitive element a\n\
              // companion `<name>_element` field that carries its id and extensions. For repeated primitives the\n\
              // companion, when present, has one entry per item and `no_value` marks items that only carry\n\
-             // extensions (JSON's `null` padding). Decimals are strings to keep their lexical form.\n\n\
+             // extensions (JSON's `null` padding). Decimals are strings to keep their lexical form.\n\
+             // String table: strings of 256 bytes or more (and any starting with U+0000) go, one entry per use, to the\n\
+             // outermost Resource's table and the string field holds a reference instead: U+0000 followed by the\n\
+             // entry's index in decimal ASCII (\"\\u0000\" \"12\"). The table is `strings`, or when it is large the\n\
+             // zstd frame `strings_zstd` (content size declared) of a `StringTable`; writers put it first.\n\n\
              syntax = \"proto3\";\n\npackage thoth.fhir.r4;\n\n\
              // Id and extensions of a primitive value.\n\
              message PrimitiveElement {{\n  string id = 1;\n  repeated Extension extension = 2;\n  bool no_value = 3;\n}}\n\n\
@@ -501,7 +505,12 @@ impl Model {
         for (i, t) in resources.iter().enumerate() {
             let _ = writeln!(s, "    {} {} = {};", t.proto, snake(&t.name), i + 1);
         }
-        s.push_str("  }\n}\n");
+        s.push_str(
+            "  }\n  // The string table (outermost Resource only): plain, or zstd-compressed `StringTable`.\n  \
+             repeated string strings = 200;\n  bytes strings_zstd = 201;\n}\n\n\
+             // The entries of `Resource.strings_zstd` once decompressed.\n\
+             message StringTable {\n  repeated string strings = 1;\n}\n",
+        );
         for t in &self.types {
             if !matches!(t.kind, Kind::Complex | Kind::Resource | Kind::Backbone) {
                 continue;

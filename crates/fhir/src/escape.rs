@@ -14,3 +14,10 @@ pub(crate) fn escape_into(out: &mut Vec<u8>, s: &str, esc: impl Fn(u8) -> Option
     }
     out.extend_from_slice(&b[start..]);
 }
+
+/// The position of the first control character XML 1.0 cannot carry (anything below 0x20 but tab, LF, CR),
+/// raw or as a character reference's result.
+pub(crate) fn xml_forbidden(b: &[u8]) -> Option<usize> {
+    b.iter()
+        .position(|&c| c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r'))
+}

@@ -32,7 +32,7 @@ mod xml;
 
 pub use error::{Error, Format, Location};
 pub use ndjson::{NdjsonReader, NdjsonWriter};
-pub use options::ReadOptions;
+pub use options::{MAX_DEPTH, ReadOptions};
 pub use resource::Resource;
 
 /// The `.proto` schema of the binary encoding (`thoth fhir proto-schema`), generated with the tables.

@@ -1,12 +1,18 @@
 //! Options for reading resources.
 
+/// The deepest nesting any reader accepts, whatever [`ReadOptions::max_depth`] says: at this depth every
+/// reader and writer fits in a 2 MiB thread stack (the default for spawned threads, tokio workers and test
+/// threads) even in an unoptimised build (measured: ~10 KiB per level in debug, see docs/ARCHITECTURE.md).
+pub const MAX_DEPTH: usize = 128;
+
 /// How strictly and how much to read.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ReadOptions {
     /// Keep unknown JSON properties (written back only as JSON) instead of rejecting them.
     pub lenient: bool,
-    /// Deepest nesting of objects/elements accepted; deeper input is an error, not a stack overflow.
+    /// Deepest nesting of elements accepted (a JSON object, an XML element or a binary message is one level);
+    /// deeper input is an error, not a stack overflow. Values above [`MAX_DEPTH`] count as [`MAX_DEPTH`].
     pub max_depth: usize,
     /// Largest input read from a stream ([`Resource::from_reader`](crate::Resource::from_reader), NDJSON lines).
     pub max_bytes: usize,
@@ -16,7 +22,7 @@ impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
             lenient: false,
-            max_depth: 128,
+            max_depth: MAX_DEPTH,
             max_bytes: 512 << 20,
         }
     }
@@ -42,7 +48,12 @@ impl ReadOptions {
         self
     }
 
-    /// The same options with another depth limit.
+    /// The nesting limit the readers apply: `max_depth`, at most [`MAX_DEPTH`].
+    pub(crate) fn depth_limit(&self) -> usize {
+        self.max_depth.min(MAX_DEPTH)
+    }
+
+    /// The same options with another depth limit (at most [`MAX_DEPTH`] is honoured).
     pub fn with_max_depth(mut self, max_depth: usize) -> Self {
         self.max_depth = max_depth;
         self

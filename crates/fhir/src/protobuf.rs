@@ -4,6 +4,10 @@
 //! is already schema-driven, so one small codec serves all ~680 message types (see docs/ARCHITECTURE.md).
 //! Encoding computes every message length in a first pass (pre-order, stored in a vector) and writes in a
 //! second, so no bytes are ever moved. Decoding is one pass over the input with a direct field-number index.
+//!
+//! Long strings (narratives, markdown) go to a string table in the outermost `Resource` message, zstd-compressed
+//! when it is large: a string field then holds U+0000 and the table index in decimal (a reference; real strings
+//! that start with U+0000 are always tabled, so a reference is never ambiguous). See the `.proto` header.
 
 use crate::error::{Error, Format, Location};
 use crate::model::{Field, Node, Prim, PrimExtra, PrimValue, UNKNOWN_ELEM, Value, Values};
@@ -15,17 +19,42 @@ use std::sync::Arc;
 const VARINT: u32 = 0;
 const LEN: u32 = 2;
 
+/// `Resource.strings`: the string table, plain.
+const TABLE_TAG: u32 = 200;
+/// `Resource.strings_zstd`: the string table as a zstd-compressed `StringTable` message.
+const TABLE_ZSTD_TAG: u32 = 201;
+/// Strings at least this long are tabled: short strings would pay more for the reference than they save.
+const LONG: usize = 256;
+/// A table at least this large is compressed (smaller ones would not pay for the zstd frame and context).
+const COMPRESS_AT: usize = 2048;
+/// zstd level of the table: ~400 MB/s to write, >1 GB/s to read, ~28x on narratives.
+const ZSTD_LEVEL: i32 = 3;
+
+/// Whether a string goes to the table rather than inline.
+fn tabled(s: &str) -> bool {
+    s.len() >= LONG || s.starts_with('\0')
+}
+
+/// Length of the reference to table entry `i` ("\0" and the index in decimal).
+fn ref_len(i: usize) -> usize {
+    1 + i.checked_ilog10().unwrap_or(0) as usize + 1
+}
+
 /// Encodes a resource as a `thoth.fhir.r4.Resource` message.
 pub(crate) fn encode(node: &Node) -> Result<Vec<u8>, Error> {
     let mut e = Encoder {
         sizes: Vec::new(),
         next: 0,
+        table: Vec::new(),
+        next_ref: 0,
         out: Vec::new(),
     };
     let inner = e.size_node(node)?;
     let tag = resource_tag(node.ty);
+    let table = e.table();
     e.out
-        .reserve(key_len(tag) + varint_len(inner as u64) + inner);
+        .reserve(table.len() + key_len(tag) + varint_len(inner as u64) + inner);
+    e.out.extend_from_slice(&table);
     e.key(tag, LEN);
     e.varint(inner as u64);
     e.write_node(node);
@@ -48,10 +77,13 @@ fn len_field(tag: u32, len: usize) -> usize {
     key_len(tag) + varint_len(len as u64) + len
 }
 
-struct Encoder {
+struct Encoder<'a> {
     /// Message lengths in pre-order, filled by `size_*` and consumed in the same order by `write_*`.
     sizes: Vec<u32>,
     next: usize,
+    /// Tabled strings in the order `size_*` meets them; `write_*` meets them in the same order.
+    table: Vec<&'a str>,
+    next_ref: usize,
     out: Vec<u8>,
 }
 
@@ -72,21 +104,55 @@ fn companions(f: &Field, many: bool) -> bool {
     }
 }
 
-fn scalar_len(v: &PrimValue) -> usize {
-    match v {
-        PrimValue::Bool(_) => 1,
-        PrimValue::Int(i) => varint_len(zigzag(*i)),
-        PrimValue::Str(s) => varint_len(s.len() as u64) + s.len(),
+impl<'a> Encoder<'a> {
+    /// Bytes of a string field's length and value (a reference when tabled, which records it).
+    fn str_len(&mut self, s: &'a str) -> usize {
+        let n = if tabled(s) {
+            self.table.push(s);
+            ref_len(self.table.len() - 1)
+        } else {
+            s.len()
+        };
+        varint_len(n as u64) + n
     }
-}
 
-impl Encoder {
+    fn scalar_len(&mut self, v: &'a PrimValue) -> usize {
+        match v {
+            PrimValue::Bool(_) => 1,
+            PrimValue::Int(i) => varint_len(zigzag(*i)),
+            PrimValue::Str(s) => self.str_len(s),
+        }
+    }
+
+    /// The table fields of the outermost `Resource` (empty without tabled strings).
+    fn table(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let raw: usize = self.table.iter().map(|s| len_field(1, s.len())).sum();
+        if raw >= COMPRESS_AT {
+            let mut msg = Vec::with_capacity(raw);
+            for s in &self.table {
+                put_bytes(&mut msg, 1, s.as_bytes());
+            }
+            // Compression cannot fail on valid parameters; if it ever did, the plain table is still right.
+            if let Ok(z) = zstd::bulk::compress(&msg, ZSTD_LEVEL)
+                && z.len() < raw
+            {
+                put_bytes(&mut out, TABLE_ZSTD_TAG, &z);
+                return out;
+            }
+        }
+        for s in &self.table {
+            put_bytes(&mut out, TABLE_TAG, s.as_bytes());
+        }
+        out
+    }
+
     fn reserve(&mut self) -> usize {
         self.sizes.push(0);
         self.sizes.len() - 1
     }
 
-    fn size_node(&mut self, node: &Node) -> Result<usize, Error> {
+    fn size_node(&mut self, node: &'a Node) -> Result<usize, Error> {
         let slot = self.reserve();
         let mut total = 0;
         for f in &node.fields {
@@ -104,7 +170,7 @@ impl Encoder {
                 Kind::Primitive(_) if ty.extensible_prim() => {
                     for p in prims(f) {
                         if let Some(v) = &p.value {
-                            total += key_len(tag) + scalar_len(v);
+                            total += key_len(tag) + self.scalar_len(v);
                         }
                     }
                     if companions(f, ed.many) {
@@ -118,7 +184,11 @@ impl Encoder {
                 }
                 Kind::Primitive(_) => {
                     for p in prims(f) {
-                        total += key_len(tag) + p.value.as_ref().map_or(1, scalar_len);
+                        total += key_len(tag)
+                            + match &p.value {
+                                Some(v) => self.scalar_len(v),
+                                None => 1,
+                            };
                     }
                 }
                 Kind::AnyResource => {
@@ -145,12 +215,12 @@ impl Encoder {
         Ok(total)
     }
 
-    fn size_extra(&mut self, p: &Prim) -> Result<usize, Error> {
+    fn size_extra(&mut self, p: &'a Prim) -> Result<usize, Error> {
         let slot = self.reserve();
         let mut total = 0;
         if let Some(x) = &p.extra {
             if let Some(id) = &x.id {
-                total += len_field(1, id.len());
+                total += key_len(1) + self.str_len(id);
             }
             for ext in &x.extension {
                 total += len_field(2, self.size_node(ext)?);
@@ -169,12 +239,8 @@ impl Encoder {
     }
 
     #[inline]
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.out.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.out.push(v as u8);
+    fn varint(&mut self, v: u64) {
+        put_varint(&mut self.out, v);
     }
 
     #[inline]
@@ -183,9 +249,24 @@ impl Encoder {
     }
 
     fn bytes(&mut self, tag: u32, b: &[u8]) {
-        self.key(tag, LEN);
-        self.varint(b.len() as u64);
-        self.out.extend_from_slice(b);
+        put_bytes(&mut self.out, tag, b);
+    }
+
+    /// A string field: inline, or a reference to the table entry `size_*` recorded for it.
+    fn string(&mut self, tag: u32, s: &str) {
+        if !tabled(s) {
+            return self.bytes(tag, s.as_bytes());
+        }
+        let mut digits = [0u8; 21];
+        digits[0] = 0;
+        let mut i = self.next_ref;
+        self.next_ref += 1;
+        let n = ref_len(i);
+        for d in digits[1..n].iter_mut().rev() {
+            *d = b'0' + (i % 10) as u8;
+            i /= 10;
+        }
+        self.bytes(tag, &digits[..n]);
     }
 
     fn scalar(&mut self, tag: u32, v: &PrimValue) {
@@ -198,7 +279,7 @@ impl Encoder {
                 self.key(tag, VARINT);
                 self.varint(zigzag(*i));
             }
-            PrimValue::Str(s) => self.bytes(tag, s.as_bytes()),
+            PrimValue::Str(s) => self.string(tag, s),
         }
     }
 
@@ -262,7 +343,7 @@ impl Encoder {
         self.varint(n as u64);
         if let Some(x) = &p.extra {
             if let Some(id) = &x.id {
-                self.bytes(1, id.as_bytes());
+                self.string(1, id);
             }
             for ext in &x.extension {
                 self.key(2, LEN);
@@ -282,16 +363,19 @@ pub(crate) fn decode(input: &[u8], opts: &ReadOptions) -> Result<Node, Error> {
     let mut d = Decoder {
         input,
         buf: Arc::new(input.to_vec()),
+        table: Vec::new(),
         depth: 0,
         opts,
     };
-    d.resource(0, input.len())
+    d.outermost(input.len())
 }
 
 struct Decoder<'a> {
     input: &'a [u8],
     /// A copy of `input` that string values borrow from (one allocation for all of them).
     buf: Arc<Vec<u8>>,
+    /// The string table of the outermost `Resource`, which references (`\0` + index) resolve to.
+    table: Vec<Str>,
     depth: usize,
     opts: &'a ReadOptions,
 }
@@ -313,21 +397,19 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn varint(&self, pos: &mut usize, end: usize) -> Result<u64, Error> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            if *pos >= end {
-                return Err(self.err(*pos, "truncated varint"));
-            }
-            let b = self.input[*pos];
+        // Keys and lengths are almost always one byte.
+        if *pos < end && self.input[*pos] < 0x80 {
             *pos += 1;
-            v |= ((b & 0x7f) as u64) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
+            return Ok(self.input[*pos - 1] as u64);
         }
-        Err(self.err(*pos, "varint longer than 10 bytes"))
+        self.varint_long(pos, end)
+    }
+
+    #[inline(never)]
+    fn varint_long(&self, pos: &mut usize, end: usize) -> Result<u64, Error> {
+        read_varint(&self.input[..end], pos).map_err(|m| self.err(*pos, m))
     }
 
     /// Reads a length prefix and returns the end of the delimited bytes.
@@ -342,12 +424,77 @@ impl<'a> Decoder<'a> {
 
     fn enter(&mut self, pos: usize) -> Result<(), Error> {
         self.depth += 1;
-        if self.depth > self.opts.max_depth {
+        if self.depth > self.opts.depth_limit() {
             return Err(self.err(
                 pos,
-                format!("nesting deeper than {} levels", self.opts.max_depth),
+                format!("nesting deeper than {} levels", self.opts.depth_limit()),
             ));
         }
+        Ok(())
+    }
+
+    /// The outermost `Resource`: its string table (read first, wherever it is) and exactly one resource.
+    fn outermost(&mut self, end: usize) -> Result<Node, Error> {
+        let mut pos = 0;
+        let mut resource = None;
+        while pos < end {
+            let at = pos;
+            let key = self.varint(&mut pos, end)?;
+            if key & 7 != LEN as u64 {
+                return Err(self.err(at, "wrong wire type"));
+            }
+            let stop = self.delimited(&mut pos, end)?;
+            match key >> 3 {
+                t if t == TABLE_TAG as u64 => {
+                    let s = Str::shared(&self.buf, pos, stop)
+                        .ok_or_else(|| self.err(at, "string is not UTF-8"))?;
+                    self.table.push(s);
+                }
+                t if t == TABLE_ZSTD_TAG as u64 => self.zstd_table(pos, stop)?,
+                _ if resource.is_some() => {
+                    return Err(self.err(at, "more than one resource in a Resource message"));
+                }
+                _ => resource = Some((at, stop)),
+            }
+            pos = stop;
+        }
+        let (start, stop) = resource.ok_or_else(|| self.err(end, "no resource in the input"))?;
+        self.resource(start, stop)
+    }
+
+    /// Reads `Resource.strings_zstd`; the declared size must be within `max_bytes`, so memory stays bounded.
+    fn zstd_table(&mut self, start: usize, end: usize) -> Result<(), Error> {
+        let z = &self.input[start..end];
+        let size = match zstd::zstd_safe::get_frame_content_size(z) {
+            Ok(Some(n)) if n <= self.opts.max_bytes as u64 => n as usize,
+            Ok(Some(n)) => {
+                return Err(self.err(
+                    start,
+                    format!("string table of {n} bytes exceeds the limit"),
+                ));
+            }
+            _ => return Err(self.err(start, "string table is not a sized zstd frame")),
+        };
+        let raw = zstd::bulk::decompress(z, size)
+            .ok()
+            .filter(|r| r.len() == size)
+            .ok_or_else(|| self.err(start, "string table does not decompress"))?;
+        let buf = Arc::new(raw);
+        let mut pos = 0;
+        let mut entries = Vec::new();
+        // Errors inside the table are reported at the table's offset in the input.
+        let bad = |m: &str| self.err(start, format!("compressed string table: {m}"));
+        while pos < buf.len() {
+            let key = read_varint(&buf, &mut pos).map_err(bad)?;
+            let len = read_varint(&buf, &mut pos).map_err(bad)?;
+            if key != ((1 << 3) | LEN) as u64 || len > (buf.len() - pos) as u64 {
+                return Err(bad("not a StringTable message"));
+            }
+            let stop = pos + len as usize;
+            entries.push(Str::shared(&buf, pos, stop).ok_or_else(|| bad("entry is not UTF-8"))?);
+            pos = stop;
+        }
+        self.table.extend(entries);
         Ok(())
     }
 
@@ -374,8 +521,18 @@ impl<'a> Decoder<'a> {
     fn string(&self, pos: &mut usize, end: usize) -> Result<Str, Error> {
         let at = *pos;
         let stop = self.delimited(pos, end)?;
-        let s = Str::shared(&self.buf, *pos, stop)
-            .ok_or_else(|| self.err(at, "string is not UTF-8"))?;
+        let b = &self.input[*pos..stop];
+        let s = if b.first() == Some(&0) {
+            // A reference: U+0000 and a table index in decimal.
+            let i = std::str::from_utf8(&b[1..])
+                .ok()
+                .filter(|d| d.bytes().all(|c| c.is_ascii_digit()))
+                .and_then(|d| d.parse::<usize>().ok());
+            i.and_then(|i| self.table.get(i).cloned())
+                .ok_or_else(|| self.err(at, "string reference to no table entry"))?
+        } else {
+            Str::shared(&self.buf, *pos, stop).ok_or_else(|| self.err(at, "string is not UTF-8"))?
+        };
         *pos = stop;
         Ok(s)
     }
@@ -549,6 +706,37 @@ impl<'a> Decoder<'a> {
         let extra = (x.id.is_some() || !x.extension.is_empty()).then(|| Box::new(x));
         Ok((extra, no_value))
     }
+}
+
+/// Reads a varint from `b` at `pos` (advanced past it).
+#[inline]
+fn read_varint(b: &[u8], pos: &mut usize) -> Result<u64, &'static str> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let Some(&c) = b.get(*pos) else {
+            return Err("truncated varint");
+        };
+        *pos += 1;
+        v |= ((c & 0x7f) as u64) << shift;
+        if c & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err("varint longer than 10 bytes")
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, tag: u32, b: &[u8]) {
+    put_varint(out, ((tag << 3) | LEN) as u64);
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
 }
 
 fn scalar(kind: PrimKind, v: u64) -> PrimValue {

@@ -133,10 +133,10 @@ impl<'a> Parser<'a> {
 
     fn enter(&mut self) -> Result<(), Error> {
         self.depth += 1;
-        if self.depth > self.opts.max_depth {
+        if self.depth > self.opts.depth_limit() {
             return Err(self.err(format!(
                 "nesting deeper than {} levels",
-                self.opts.max_depth
+                self.opts.depth_limit()
             )));
         }
         Ok(())
@@ -518,7 +518,8 @@ impl<'a> Parser<'a> {
         if !prim && !field.values.is_empty() {
             return Err(self.err(DUPLICATE));
         }
-        self.enter()?;
+        // An array of element values is not a level of its own: its objects are (as XML elements and
+        // binary messages are), and arrays cannot nest directly in FHIR JSON, so recursion stays bounded.
         self.pos += 1;
         self.ws();
         let mut i = 0u32;
@@ -544,7 +545,6 @@ impl<'a> Parser<'a> {
                 break;
             }
         }
-        self.depth -= 1;
         Ok(())
     }
 
@@ -610,7 +610,7 @@ impl<'a> Parser<'a> {
         if self.peek() != Some(b'[') {
             return Err(self.err(format!("expected an array, found {}", what(self.peek()))));
         }
-        self.enter()?;
+        // Not a level of its own, as in `values`: the id/extension objects are.
         self.pos += 1;
         let mut i = 0u32;
         loop {
@@ -627,7 +627,6 @@ impl<'a> Parser<'a> {
                 break;
             }
         }
-        self.depth -= 1;
         Ok(())
     }
 

@@ -136,10 +136,10 @@ impl<'a> Parser<'a> {
         resource: bool,
     ) -> Result<Node, Error> {
         self.depth += 1;
-        if self.depth > self.opts.max_depth {
+        if self.depth > self.opts.depth_limit() {
             return Err(self.err(format!(
                 "nesting deeper than {} levels",
-                self.opts.max_depth
+                self.opts.depth_limit()
             )));
         }
         let def = ty.def();
@@ -177,9 +177,17 @@ impl<'a> Parser<'a> {
         &self,
         a: &quick_xml::events::attributes::Attribute<'_>,
     ) -> Result<String, Error> {
-        a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+        let v = a
+            .normalized_value(quick_xml::XmlVersion::Implicit1_0)
             .map(Cow::into_owned)
-            .map_err(|e| self.err(format!("bad attribute value: {e}")))
+            .map_err(|e| self.err(format!("bad attribute value: {e}")))?;
+        // quick-xml passes control characters (raw or `&#1;`) through; XML 1.0 forbids them.
+        if crate::escape::xml_forbidden(v.as_bytes()).is_some() {
+            return Err(
+                self.err("control character in an attribute value (not allowed in XML 1.0)")
+            );
+        }
+        Ok(v)
     }
 
     /// Reads child elements until the parent's end tag.
@@ -231,6 +239,14 @@ impl<'a> Parser<'a> {
                             .map_err(|err| self.err(format!("malformed XHTML: {err}")))?;
                     }
                     let end = self.reader.buffer_position() as usize;
+                    if let Some(at) = crate::escape::xml_forbidden(&self.input[start..end]) {
+                        return Err(self.err_at(
+                            start + at,
+                            "control character in the narrative (not allowed in XML 1.0)",
+                            None,
+                        ));
+                    }
+                    // The whole input was checked to be UTF-8 and both ends are at '<' or '>'.
                     let raw = std::str::from_utf8(&self.input[start..end]).unwrap_or_default();
                     crate::json::prim_str(raw.into())
                 }
@@ -301,10 +317,10 @@ impl<'a> Parser<'a> {
         }
         if !empty {
             self.depth += 1;
-            if self.depth > self.opts.max_depth {
+            if self.depth > self.opts.depth_limit() {
                 return Err(self.err(format!(
                     "nesting deeper than {} levels",
-                    self.opts.max_depth
+                    self.opts.depth_limit()
                 )));
             }
             loop {

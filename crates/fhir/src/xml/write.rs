@@ -157,10 +157,7 @@ impl Writer {
 /// Writes ` name="value"`, escaping markup and the whitespace XML attribute normalization would destroy.
 /// Control characters other than tab, newline and carriage return cannot appear in XML 1.0 at all.
 fn attr(out: &mut Vec<u8>, name: &str, value: &str, element: &str) -> Result<(), Error> {
-    if value
-        .bytes()
-        .any(|c| c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r'))
-    {
+    if crate::escape::xml_forbidden(value.as_bytes()).is_some() {
         return Err(Error::Unrepresentable {
             format: Format::Xml,
             path: element.to_string(),
