@@ -37,6 +37,8 @@ pub struct Options {
     pub default_vs_versions: Vec<(String, String)>,
     /// `useSupplement`.
     pub use_supplements: Vec<String>,
+    /// `lenient-display-validation`: a wrong display is a warning, not an error.
+    pub lenient_display: bool,
 }
 
 fn pairs(params: &Params, name: &str) -> Vec<(String, String)> {
@@ -70,6 +72,7 @@ impl Options {
             force_versions: pairs(params, "force-system-version"),
             default_vs_versions: pairs(params, "default-valueset-version"),
             use_supplements: params.strs("useSupplement"),
+            lenient_display: params.bool("lenient-display-validation").unwrap_or(false),
         }
     }
 }

@@ -153,6 +153,8 @@ pub struct Evaluated {
     pub issues: Vec<Issue>,
     /// Codes of different versions of one code system were merged (`versionsMatch`).
     pub versions_match: bool,
+    /// Imported value sets that could not be found (only while includes are evaluated leniently).
+    pub unresolved: Vec<Issue>,
 }
 
 /// The canonical `url|version` of a value set resource.
@@ -226,6 +228,7 @@ fn evaluate_compose(
     for (i, inc) in includes.iter().enumerate() {
         let set = evaluate_include(
             ctx,
+            vs,
             inc,
             &supplements,
             stack,
@@ -245,6 +248,7 @@ fn evaluate_compose(
         for (i, exc) in excludes.iter().enumerate() {
             let set = evaluate_include(
                 ctx,
+                vs,
                 exc,
                 &supplements,
                 stack,
@@ -373,6 +377,7 @@ fn unknown_cs_for_expansion(ctx: &Ctx<'_>, system: &str, version: Option<&str>) 
 
 fn evaluate_include(
     ctx: &Ctx<'_>,
+    container: &Value,
     inc: &Value,
     supplements: &[String],
     stack: &mut Vec<String>,
@@ -461,7 +466,15 @@ fn evaluate_include(
     if let Some(vss) = inc["valueSet"].as_array() {
         for v in vss {
             let canonical = v.as_str().unwrap_or_default();
-            let Some(imported) = ctx.find_vs(canonical) else {
+            // `#id` names a value set contained in the one being evaluated.
+            let contained = canonical.strip_prefix('#').and_then(|id| {
+                container["contained"]
+                    .as_array()?
+                    .iter()
+                    .find(|c| c["resourceType"] == "ValueSet" && c["id"] == id)
+                    .map(|c| Arc::new(c.clone()))
+            });
+            let Some(imported) = contained.or_else(|| ctx.find_vs(canonical)) else {
                 let (url, version) = split_canonical(canonical);
                 let text = match version {
                     Some(ver) => {
@@ -471,12 +484,17 @@ fn evaluate_include(
                         format!("A definition for the value Set '{canonical}' could not be found")
                     }
                 };
-                return Err(TxError::new(
-                    ErrorKind::NotFound,
-                    Issue::new(Severity::Error, "not-found", Some("not-found"), text),
-                ));
+                let issue = Issue::new(Severity::Error, "not-found", Some("not-found"), text);
+                if ctx.lenient_includes.get() {
+                    // Validation answers "not valid" and says why.
+                    out.unresolved.push(issue);
+                    result = Some(CodeSet::default());
+                    continue;
+                }
+                return Err(TxError::new(ErrorKind::NotFound, issue));
             };
             let ev = evaluate(ctx, &imported, stack)?;
+            out.unresolved.extend(ev.unresolved.iter().cloned());
             let c = vs_canonical(&imported);
             if !out.used_vs.contains(&c) {
                 out.used_vs.push(c);

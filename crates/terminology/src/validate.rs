@@ -208,13 +208,28 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
                 .as_ref()
                 .and_then(|cs| cs.find(&coding.code).map(|i| cs.concepts[i].code.clone()))
                 .is_some_and(|c| ev.set.contains_in(&system, &c, version));
+        let mut in_vs = in_vs;
+        let mut inactive_excluded = false;
         if let Some(cs) = &cs {
             check_in_cs(ctx, cs, &coding, &mut check);
+            // activeOnly: an inactive code is outside the value set.
+            if check.inactive && ctx.opts.active_only == Some(true) && in_vs {
+                inactive_excluded = true;
+                in_vs = false;
+            }
             if !in_vs || check.version_error {
                 check.ok = false;
             }
         }
         check.in_vs = in_vs && cs.is_some();
+        if !ev.unresolved.is_empty() {
+            // The value set could not be evaluated: that is the answer, whatever the code.
+            check.issues = ev.unresolved.clone();
+            check.ok = false;
+            check.in_vs = true;
+            checks.push(check);
+            continue;
+        }
         // A value set that could not be evaluated for want of a code system says so through that issue.
         if !in_vs && check.caused_by_unknown.is_none() {
             let shown = match &coding.display {
@@ -242,6 +257,18 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
                     ),
                 )
                 .with_id("None_of_the_provided_codes_are_in_the_value_set_one")
+                .at(coding.expr("code")),
+            );
+        }
+        if inactive_excluded {
+            check.issues.insert(
+                0,
+                Issue::new(
+                    Severity::Error,
+                    "business-rule",
+                    Some("code-rule"),
+                    format!("The concept '{}' is valid but is not active", coding.code),
+                )
                 .at(coding.expr("code")),
             );
         }
@@ -683,6 +710,7 @@ fn check_display(
                         coding.label()
                     ),
                 )
+                .with_id("NO_VALID_DISPLAY_FOUND_NONE_FOR_LANG_OK")
                 .at(coding.expr("display")),
             );
             return;
@@ -698,6 +726,7 @@ fn check_display(
                     concept.display.as_deref().unwrap_or("")
                 ),
             )
+            .with_id("NO_VALID_DISPLAY_FOUND_NONE_FOR_LANG_ERR")
             .at(coding.expr("display")),
         );
         check.ok = false;
@@ -730,11 +759,21 @@ fn check_display(
             coding.label()
         )
     };
+    let severity = if ctx.opts.lenient_display {
+        Severity::Warning
+    } else {
+        check.ok = false;
+        Severity::Error
+    };
     check.issues.push(
-        Issue::new(Severity::Error, "invalid", Some("invalid-display"), text)
+        Issue::new(severity, "invalid", Some("invalid-display"), text)
+            .with_id(if ws {
+                "Display_Name_WS_for__should_be_one_of__instead_of"
+            } else {
+                "Display_Name_for__should_be_one_of__instead_of"
+            })
             .at(coding.expr("display")),
     );
-    check.ok = false;
 }
 
 fn render(
@@ -814,12 +853,12 @@ fn render(
     if !issues.is_empty() {
         let mut texts: Vec<&str> = issues
             .iter()
-            .filter(|i| {
-                if ok {
-                    i.severity != Severity::Information
-                } else {
-                    i.severity == Severity::Error
-                }
+            // What tx.fhir.org puts in `message`: errors, warnings other than version notes, and a
+            // display note when the code is valid.
+            .filter(|i| match i.severity {
+                Severity::Error => true,
+                Severity::Warning => i.tx_code != Some("vs-invalid"),
+                Severity::Information => ok && i.tx_code == Some("invalid-display"),
             })
             .map(|i| i.text.as_str())
             .collect();
