@@ -39,6 +39,8 @@ pub struct Options {
     pub use_supplements: Vec<String>,
     /// `lenient-display-validation`: a wrong display is a warning, not an error.
     pub lenient_display: bool,
+    /// `designation`: the languages or uses (`system|code`) of the designations to return.
+    pub designations: Vec<String>,
 }
 
 fn pairs(params: &Params, name: &str) -> Vec<(String, String)> {
@@ -73,6 +75,7 @@ impl Options {
             default_vs_versions: pairs(params, "default-valueset-version"),
             use_supplements: params.strs("useSupplement"),
             lenient_display: params.bool("lenient-display-validation").unwrap_or(false),
+            designations: params.strs("designation"),
         }
     }
 }

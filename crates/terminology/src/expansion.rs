@@ -11,6 +11,7 @@ use std::collections::HashMap;
 /// Parameters echoed into `expansion.parameter` when the request carries them.
 const ECHOED: &[&str] = &[
     "activeOnly",
+    "designation",
     "count",
     "displayLanguage",
     "excludeNested",
@@ -131,8 +132,19 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     for u in &ev.used_vs {
         parameters.push(json!({"name": "used-valueset", "valueUri": u}));
     }
-    // tx.fhir.org lists them by name.
-    parameters.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    // tx.fhir.org lists them by name (designations by value).
+    parameters.sort_by(|a, b| {
+        let key = |p: &Value| {
+            let name = p["name"].as_str().unwrap_or_default().to_string();
+            let value = if name == "designation" {
+                crate::params::primitive(p).unwrap_or_default()
+            } else {
+                String::new()
+            };
+            (name, value)
+        };
+        key(a).cmp(&key(b))
+    });
     let mut expansion = Map::new();
     expansion.insert(
         "identifier".into(),
@@ -162,6 +174,21 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     }
     out.insert("expansion".into(), Value::Object(expansion));
     Ok(Value::Object(out))
+}
+
+/// Whether the `designation` parameters (`system|code` of a language or a use) admit `d`; all pass without them.
+fn designation_wanted(ctx: &Ctx<'_>, d: &crate::codesystem::Designation) -> bool {
+    if ctx.opts.designations.is_empty() {
+        return true;
+    }
+    ctx.opts.designations.iter().any(|want| {
+        let (system, code) = want.rsplit_once('|').unwrap_or(("", want));
+        let language = system == "urn:ietf:bcp:47" || system.is_empty();
+        (language && d.language.as_deref() == Some(code))
+            || d.use_
+                .as_ref()
+                .is_some_and(|u| u["code"] == code && (system.is_empty() || u["system"] == system))
+    })
 }
 
 fn display_of(ctx: &Ctx<'_>, e: &Entry) -> Option<String> {
@@ -236,7 +263,8 @@ fn render_entry(ctx: &Ctx<'_>, e: &Entry) -> Value {
         m.insert("version".into(), json!(v));
     }
     m.insert("code".into(), json!(e.code));
-    if let Some(d) = display_of(ctx, e) {
+    let display = display_of(ctx, e);
+    if let Some(d) = &display {
         m.insert("display".into(), json!(d));
     }
     if !e.vs_extensions.is_empty() {
@@ -245,7 +273,31 @@ fn render_entry(ctx: &Ctx<'_>, e: &Entry) -> Value {
     if ctx.opts.include_designations {
         let mut designations: Vec<Value> = e.vs_designations.clone();
         if let Some((cs, i)) = &e.concept {
-            for d in &cs.concepts[*i].designations {
+            let concept = &cs.concepts[*i];
+            // A designation shown as the display in another language gives way to the code system's own
+            // display, which becomes the preferred designation for its language.
+            let swapped = e.vs_display.is_none()
+                && display.is_some()
+                && display != concept.display
+                && concept.display.is_some();
+            if swapped {
+                designations.push(json!({
+                    "language": cs.language.as_deref().unwrap_or("en"),
+                    "use": {
+                        "system": "http://terminology.hl7.org/CodeSystem/hl7TermMaintInfra",
+                        "code": "preferredForLanguage",
+                        "display": "Preferred For Language"
+                    },
+                    "value": concept.display,
+                }));
+            }
+            for d in &concept.designations {
+                if swapped && Some(&d.value) == display.as_ref() {
+                    continue;
+                }
+                if !designation_wanted(ctx, d) {
+                    continue;
+                }
                 let mut v = json!({"value": d.value});
                 if let Some(l) = &d.language {
                     v["language"] = json!(l);

@@ -69,7 +69,19 @@ impl Terminology {
     ) -> Result<Value, TxError> {
         let ctx = self.context(params, accept_language);
         match op {
-            Operation::Expand => crate::expansion::expand(&ctx, params),
+            Operation::Expand => {
+                let defaults = expansion_defaults(&ctx, params, accept_language);
+                if defaults.is_empty() {
+                    crate::expansion::expand(&ctx, params)
+                } else {
+                    let mut params = params.clone();
+                    for d in defaults {
+                        params.push(d);
+                    }
+                    let ctx = self.context(&params, accept_language);
+                    crate::expansion::expand(&ctx, &params)
+                }
+            }
             Operation::ValidateVs => crate::validate::validate_vs(&ctx, params),
             Operation::ValidateCs => crate::validate::validate_cs(&ctx, params),
             Operation::Lookup => crate::lookup::lookup(&ctx, params),
@@ -264,4 +276,43 @@ impl Terminology {
             "translation": {"needsMap": false},
         })
     }
+}
+
+/// Parameters an expansion takes without the request stating them: the display language of the
+/// Accept-Language header, then the value set's own `valueset-expansion-parameter`s. They are echoed.
+fn expansion_defaults(ctx: &Ctx<'_>, params: &Params, accept_language: Option<&str>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    let stated =
+        |out: &[Value], name: &str| params.has(name) || out.iter().any(|p| p["name"] == name);
+    if let (Some(lang), false) = (accept_language, params.has("displayLanguage")) {
+        out.push(json!({"name": "displayLanguage", "valueCode": lang}));
+    }
+    let Ok(vs) = ctx.requested_value_set(params) else {
+        return out;
+    };
+    for ext in vs["compose"]["extension"].as_array().into_iter().flatten() {
+        if ext["url"] != "http://hl7.org/fhir/StructureDefinition/valueset-expansion-parameter" {
+            continue;
+        }
+        let parts = ext["extension"].as_array().cloned().unwrap_or_default();
+        let name = parts
+            .iter()
+            .find(|p| p["url"] == "name")
+            .and_then(|p| p["valueCode"].as_str().or(p["valueString"].as_str()));
+        let value = parts.iter().find(|p| p["url"] == "value");
+        // versionsMatch shapes the compose evaluation itself and is echoed from there.
+        if let (Some(name), Some(value)) = (name, value) {
+            if name == "versionsMatch" || stated(&out, name) {
+                continue;
+            }
+            let mut p = json!({"name": name});
+            if let Some(obj) = value.as_object() {
+                for (k, v) in obj.iter().filter(|(k, _)| k.starts_with("value")) {
+                    p[k] = v.clone();
+                }
+            }
+            out.push(p);
+        }
+    }
+    out
 }
