@@ -1,5 +1,6 @@
-"""Times fhir.resources (PyPI, pydantic models) parse and serialize of FHIR JSON for every *.json input in a
-directory; prints TSV lines "fhir.resources json <op> <input> <median ms>" like Thoth's compare example.
+"""Times fhir.resources (PyPI, pydantic models) parse and serialize of FHIR JSON and XML for every *.json input in
+a directory; prints TSV lines "fhir.resources json|xml <op> <input> <median ms>" like Thoth's compare example.
+XML (the `xml` extra, lxml) is timed as HAPI's is: the XML text is the library's own serialization of the input.
 
 fhir.resources 8 models R5 at the top level; its R4B package is the closest to R4 and is used here.
 """
@@ -33,6 +34,14 @@ def main(directory):
             continue
         print(f"fhir.resources\tjson\tparse\t{path.stem}\t{median_ms(lambda: cls.model_validate_json(text)):.4f}", flush=True)
         print(f"fhir.resources\tjson\tserialize\t{path.stem}\t{median_ms(lambda: model.model_dump_json()):.4f}", flush=True)
+        try:
+            xml = model.model_dump_xml()
+            cls.model_validate_xml(xml)
+        except Exception as e:  # noqa: BLE001 - report, keep measuring the other inputs
+            print(f"fhir.resources\txml\tparse\t{path.stem}\tERROR {type(e).__name__}: {e}"[:300], flush=True)
+            continue
+        print(f"fhir.resources\txml\tparse\t{path.stem}\t{median_ms(lambda: cls.model_validate_xml(xml)):.4f}", flush=True)
+        print(f"fhir.resources\txml\tserialize\t{path.stem}\t{median_ms(lambda: model.model_dump_xml()):.4f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ java -Xmx2g -cp "$work/classes:$(cat "$work/hapi-cp.txt")" HapiBench "$work/inpu
 
 echo "== fhir.resources" >&2
 python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install --quiet --disable-pip-version-check "fhir.resources==8.3.0"
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check "fhir.resources[xml]==8.3.0"
 "$work/venv/bin/python" fhir_resources_bench.py "$work/inputs" >> "$results"
 
 python3 "$here/summarize.py" "$results"
