@@ -1,10 +1,12 @@
-//! `cargo xtask tx-conformance [--modes general,snomed] [--min-pass N] [-- runner options]`: runs the official
-//! HL7 terminology conformance tests against a freshly built Thoth.
+//! `cargo xtask tx-conformance [--modes general,snomed] [--min-pass N] [--debug] [-- runner options]`: runs the
+//! official HL7 terminology conformance tests against a freshly built Thoth.
 //!
 //! It prepares a data directory with the content the suites rely on (the FHIR packages in
 //! `../shared/data/fhir/packages`), builds `thoth`, starts `thoth serve` on a free port, runs
 //! `../shared/tools/tx-runner/run-tx-tests.sh`, prints the runner's summary and stops the server. With
-//! `--min-pass N` it fails when fewer than N tests pass (the CI gate).
+//! `--min-pass N` it fails when fewer than N tests pass (the CI gate). `--debug` serves a debug build, which CI
+//! has already compiled for `cargo test` (a release build would cost minutes; the suites take about a minute
+//! either way).
 
 use anyhow::{Context, bail};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let mut modes = "general,snomed".to_string();
     let mut min_pass: Option<usize> = None;
+    let mut release = true;
     let mut runner_args = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -25,6 +28,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             "--min-pass" => {
                 min_pass = Some(it.next().context("--min-pass needs a value")?.parse()?)
             }
+            "--debug" => release = false,
             "--" => runner_args.extend(it.by_ref().cloned()),
             other => bail!("unknown option {other}"),
         }
@@ -48,14 +52,17 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     prepare_data(&shared, &data)?;
 
     eprintln!("building thoth ...");
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "-p", "thoth"])
-        .current_dir(&root)
-        .status()?;
-    if !status.success() {
+    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    build.args(["build", "-p", "thoth"]).current_dir(&root);
+    if release {
+        build.arg("--release");
+    }
+    if !build.status()?.success() {
         bail!("cargo build failed");
     }
-    let exe = target.join("release/thoth");
+    let exe = target
+        .join(if release { "release" } else { "debug" })
+        .join("thoth");
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let log = std::fs::File::create(target.join("tx-conformance/server.log"))?;
     let mut server = Command::new(&exe)
