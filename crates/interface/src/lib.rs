@@ -29,6 +29,7 @@ mod counters;
 mod delivery;
 mod engine;
 mod error;
+mod index;
 mod load;
 mod record;
 mod route;

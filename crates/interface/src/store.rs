@@ -8,6 +8,7 @@
 use crate::config::StoreConfig;
 use crate::counters::Counters;
 use crate::error::EngineError;
+use crate::index;
 use crate::record::{
     Attempt, Delivery, DeliveryStatus, MessageId, MessageSummary, Page, Query, Status,
     StoredMessage,
@@ -24,7 +25,7 @@ use tokio::sync::oneshot;
 /// Raw bytes as received, by message id.
 const RAW: TableDefinition<u64, &[u8]> = TableDefinition::new("raw");
 /// [`MetaRecord`] (JSON) by message id.
-const META: TableDefinition<u64, &[u8]> = TableDefinition::new("meta");
+pub(crate) const META: TableDefinition<u64, &[u8]> = TableDefinition::new("meta");
 /// `sender \x1f control id` -> (first message id, received ms): duplicate detection.
 const DEDUP: TableDefinition<&str, (u64, u64)> = TableDefinition::new("dedup");
 /// [`DeliveryRecord`] (JSON) by (message id, route).
@@ -34,8 +35,9 @@ const PENDING: TableDefinition<(u64, &str), ()> = TableDefinition::new("pending"
 /// Format version and other facts about the store.
 const INFO: TableDefinition<&str, u64> = TableDefinition::new("info");
 
-/// Bump when the layout of a table or record changes incompatibly.
-pub(crate) const FORMAT_VERSION: u64 = 1;
+/// Bump when the layout of a table or record changes incompatibly. 2: the secondary indexes ([`crate::index`]);
+/// a version 1 store gets them built when it is opened.
+pub(crate) const FORMAT_VERSION: u64 = 2;
 const MAX_BATCH: usize = 4096;
 const MAX_HISTORY: usize = 50;
 /// The longest a durable commit waits to gather more messages ([`gather`]).
@@ -348,30 +350,17 @@ impl Store {
         }))
     }
 
-    /// Messages matching `q`, newest first. A scan of the header table: fine for the hundreds of thousands of
-    /// messages an engine keeps; secondary indexes are the next step if stores grow past that.
+    /// Messages matching `q`, newest first, from the most selective index the query names.
     pub(crate) fn list(&self, q: &Query) -> Result<Page, EngineError> {
-        let e = |e: redb::Error| EngineError::store("read", e);
-        let txn = self.db.begin_read().map_err(|x| e(x.into()))?;
-        let meta = txn.open_table(META).map_err(|x| e(x.into()))?;
-        let mut total = 0;
-        let mut items = Vec::new();
-        for entry in meta.iter().map_err(|x| e(x.into()))?.rev() {
-            let (k, v) = entry.map_err(|x| e(x.into()))?;
-            let m = decode_meta(v.value())?;
-            if !matches(q, &m) {
-                continue;
-            }
-            if total >= q.offset && items.len() < q.limit {
-                items.push(summary(k.value(), &m));
-            }
-            total += 1;
-        }
-        Ok(Page { total, items })
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(|e| EngineError::store("read", e))?;
+        index::list(&txn, q)
     }
 }
 
-fn matches(q: &Query, m: &MetaRecord) -> bool {
+pub(crate) fn matches(q: &Query, m: &MetaRecord) -> bool {
     let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
     eq(&q.message_type, &m.message_type)
         && eq(&q.trigger, &m.trigger)
@@ -384,7 +373,7 @@ fn matches(q: &Query, m: &MetaRecord) -> bool {
         && q.status.is_none_or(|s| s.as_str() == m.status)
 }
 
-fn summary(id: u64, m: &MetaRecord) -> MessageSummary {
+pub(crate) fn summary(id: u64, m: &MetaRecord) -> MessageSummary {
     MessageSummary {
         id: MessageId(id),
         received_ms: m.received_ms,
@@ -401,7 +390,7 @@ fn summary(id: u64, m: &MetaRecord) -> MessageSummary {
     }
 }
 
-fn decode_meta(bytes: &[u8]) -> Result<MetaRecord, EngineError> {
+pub(crate) fn decode_meta(bytes: &[u8]) -> Result<MetaRecord, EngineError> {
     serde_json::from_slice(bytes).map_err(|e| EngineError::store("decoding a message header", e))
 }
 
@@ -413,6 +402,7 @@ fn init(db: &Database, path: &Path) -> Result<u64, EngineError> {
     };
     let txn = db.begin_write().map_err(|x| e(x.into()))?;
     let next;
+    let mut upgrade_from_1 = false;
     {
         let mut info = txn.open_table(INFO).map_err(|x| e(x.into()))?;
         let found = info
@@ -420,19 +410,19 @@ fn init(db: &Database, path: &Path) -> Result<u64, EngineError> {
             .map_err(|x| e(x.into()))?
             .map(|v| v.value());
         match found {
-            Some(v) if v != FORMAT_VERSION => {
+            Some(FORMAT_VERSION) => {}
+            Some(1) => upgrade_from_1 = true,
+            Some(v) => {
                 return Err(EngineError::IncompatibleFormat {
                     path: PathBuf::from(path),
                     found: v,
                     expected: FORMAT_VERSION,
                 });
             }
-            Some(_) => {}
-            None => {
-                info.insert("format", FORMAT_VERSION)
-                    .map_err(|x| e(x.into()))?;
-            }
+            None => {}
         }
+        info.insert("format", FORMAT_VERSION)
+            .map_err(|x| e(x.into()))?;
         let raw = txn.open_table(RAW).map_err(|x| e(x.into()))?;
         next = raw
             .last()
@@ -442,6 +432,14 @@ fn init(db: &Database, path: &Path) -> Result<u64, EngineError> {
         txn.open_table(DEDUP).map_err(|x| e(x.into()))?;
         txn.open_table(DELIVERY).map_err(|x| e(x.into()))?;
         txn.open_table(PENDING).map_err(|x| e(x.into()))?;
+        index::create(&txn).map_err(|x| e(x.into()))?;
+    }
+    if upgrade_from_1 {
+        let n = index::rebuild(&txn)?;
+        tracing::info!(
+            messages = n,
+            "message store upgraded to format {FORMAT_VERSION}: indexes built"
+        );
     }
     txn.commit().map_err(|x| e(x.into()))?;
     Ok(next)
@@ -715,6 +713,7 @@ fn insert(
         .map_err(w)?
         .insert(id, &encoded[..])
         .map_err(w)?;
+    index::add(txn, id, &meta)?;
     if !routes.is_empty() {
         let mut deliveries = txn.open_table(DELIVERY).map_err(w)?;
         let mut pending = txn.open_table(PENDING).map_err(w)?;
@@ -817,6 +816,7 @@ fn set_status(txn: &redb::WriteTransaction, id: u64, status: Status) -> Result<(
     else {
         return Ok(());
     };
+    index::restatus(txn, id, &record.status, status.as_str())?;
     record.status = status.as_str().into();
     let encoded = serde_json::to_vec(&record).map_err(|e| EngineError::store("encode", e))?;
     meta.insert(id, &encoded[..]).map_err(w)?;

@@ -252,6 +252,88 @@ fn iso_time(ms: u64) -> String {
     )
 }
 
+/// The engine's counters and latency histograms in the Prometheus text format, appended to `/metrics`.
+pub(crate) fn engine_metrics(engine: &Engine, out: &mut String) {
+    use std::fmt::Write;
+    let s = engine.stats();
+    let counters = [
+        (
+            "received",
+            "MLLP frames received, rejected ones included.",
+            s.received,
+        ),
+        (
+            "acked",
+            "Messages answered with an accepting acknowledgement.",
+            s.acked,
+        ),
+        (
+            "rejected",
+            "Messages rejected (unparseable or oversized), stored and answered AR/CR.",
+            s.rejected,
+        ),
+        (
+            "duplicates",
+            "Duplicates detected (same sender and MSH-10 within the window).",
+            s.duplicates,
+        ),
+        (
+            "routed",
+            "Deliveries queued on a route, replays included.",
+            s.routed,
+        ),
+        ("delivered", "Deliveries completed.", s.delivered),
+        (
+            "delivery_failures",
+            "Delivery attempts that failed (retried until dead-lettered).",
+            s.failed_attempts,
+        ),
+        (
+            "dead_lettered",
+            "Deliveries dead-lettered after the last attempt.",
+            s.dead,
+        ),
+        ("store_commits", "Message store commits.", s.commits),
+        (
+            "store_durable_commits",
+            "Message store commits that waited for fsync.",
+            s.durable_commits,
+        ),
+        (
+            "store_writes",
+            "Writes covered by the store commits (group commit: writes / commits per fsync).",
+            s.committed_ops,
+        ),
+    ];
+    for (name, help, value) in counters {
+        let _ = writeln!(out, "# HELP thoth_engine_{name}_total {help}");
+        let _ = writeln!(out, "# TYPE thoth_engine_{name}_total counter");
+        let _ = writeln!(out, "thoth_engine_{name}_total {value}");
+    }
+    let histograms = [
+        (
+            "store_latency_seconds",
+            "From handing a message to the store until it is committed (what an ACK waits for).",
+            &s.store_latency,
+        ),
+        (
+            "commit_duration_seconds",
+            "One message store commit.",
+            &s.commit_latency,
+        ),
+    ];
+    for (name, help, h) in histograms {
+        let _ = writeln!(out, "# HELP thoth_engine_{name} {help}");
+        let _ = writeln!(out, "# TYPE thoth_engine_{name} histogram");
+        for (bound, n) in &h.buckets {
+            let _ = writeln!(out, "thoth_engine_{name}_bucket{{le=\"{bound}\"}} {n}");
+        }
+        let _ = writeln!(out, "thoth_engine_{name}_bucket{{le=\"+Inf\"}} {}", h.count);
+        let _ = writeln!(out, "thoth_engine_{name}_sum {}", h.sum_seconds);
+        let _ = writeln!(out, "thoth_engine_{name}_count {}", h.count);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,5 +346,35 @@ mod tests {
         assert_eq!(parse_iso("2024-03-15"), Some(1_710_460_800_000));
         assert_eq!(parse_iso("2024-13-01"), None);
         assert_eq!(parse_iso("yesterday"), None);
+    }
+
+    #[tokio::test]
+    async fn engine_counters_render_as_prometheus_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(dir.path(), interface::EngineConfig::default()).unwrap();
+        let adt = b"MSH|^~\\&|HIS|H|RIS|R|20240101||ADT^A01|M1|P|2.5\rPID|1\r";
+        assert!(engine.receive(adt.to_vec().into(), "test").await.committed);
+        assert!(
+            engine
+                .receive(b"garbage".to_vec().into(), "test")
+                .await
+                .committed
+        );
+        let mut text = String::new();
+        engine_metrics(&engine, &mut text);
+        for line in [
+            "thoth_engine_received_total 2",
+            "thoth_engine_acked_total 1",
+            "thoth_engine_rejected_total 1",
+            "thoth_engine_store_latency_seconds_count 2",
+            "thoth_engine_store_latency_seconds_bucket{le=\"+Inf\"} 2",
+            "# TYPE thoth_engine_commit_duration_seconds histogram",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line:?} missing from:\n{text}"
+            );
+        }
+        engine.shutdown().await;
     }
 }

@@ -124,8 +124,11 @@ pub(crate) async fn track(State(state): State<AppState>, req: Request, next: Nex
 }
 
 pub(crate) async fn render(State(state): State<AppState>) -> impl IntoResponse {
-    let body = state
+    let mut body = state
         .metrics
         .render_text(state.started.elapsed().as_secs_f64());
+    if let Some(engine) = &state.engine {
+        crate::messages_api::engine_metrics(engine, &mut body);
+    }
     ([("content-type", "text/plain; version=0.0.4")], body)
 }
