@@ -83,10 +83,26 @@ pub(crate) async fn run(
             if outcome != Outcome::Delivered {
                 tracing::warn!(%id, route, failures, "delivery failed: {detail}");
             }
-            if let Err(e) = inner
-                .store
-                .record_attempt(id, &route, detail, outcome)
+            let recorded = match inner.store.record_attempt(id, &route, detail, outcome) {
+                Ok(rx) => rx,
+                Err(e) => {
+                    tracing::error!(%id, route, "cannot record the delivery attempt: {e}");
+                    return;
+                }
+            };
+            if outcome == Outcome::Delivered {
+                // At-least-once needs no wait here: if this record is lost in a crash, the delivery is still
+                // pending and is made again after the restart (a duplicate downstream, never a loss). Not waiting
+                // lets the next delivery start while the store commits this one.
+                let route = route.clone();
+                tokio::spawn(async move {
+                    if let Ok(Err(e)) = recorded.await {
+                        tracing::error!(%id, route, "cannot record the delivery: {e}");
+                    }
+                });
+            } else if let Err(e) = recorded
                 .await
+                .unwrap_or(Err(crate::error::EngineError::ShuttingDown))
             {
                 // Not recorded: the delivery stays pending in the store and is retried on the next start.
                 tracing::error!(%id, route, "cannot record the delivery attempt: {e}");

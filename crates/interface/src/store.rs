@@ -214,14 +214,14 @@ impl Store {
         Ok(rx)
     }
 
-    /// Records a delivery attempt and its outcome.
-    pub(crate) async fn record_attempt(
+    /// Queues the record of a delivery attempt and its outcome; the answer arrives once it is committed.
+    pub(crate) fn record_attempt(
         &self,
         id: MessageId,
         route: &str,
         detail: String,
         outcome: Outcome,
-    ) -> Result<(), EngineError> {
+    ) -> Result<oneshot::Receiver<Result<(), EngineError>>, EngineError> {
         let (done, rx) = oneshot::channel();
         self.submit(Op::Attempt {
             id: id.0,
@@ -231,7 +231,7 @@ impl Store {
             outcome,
             done,
         })?;
-        rx.await.map_err(|_| EngineError::ShuttingDown)?
+        Ok(rx)
     }
 
     /// Queues a message again on `routes`; answers the routes actually queued.
