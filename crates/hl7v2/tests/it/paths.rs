@@ -135,3 +135,27 @@ fn strict_parse_reports_location() {
     assert_eq!(diagnostic.location.offset, 37);
     assert_eq!(diagnostic.location.segment, 3);
 }
+
+#[test]
+fn iso2022_switch_escapes_decode_the_text_that_follows() {
+    // ASCII message; a Greek run between \C2D46\ (ISO-IR 126, ISO 8859-7) and \C2842\ (back to ASCII).
+    let greek =
+        b"MSH|^~\\&|||||||ADT^A01|1|P|2.5\rPID|1||||\\C2D46\\\xc1\xe8\xde\xed\xe1\\C2842\\ ok";
+    let m = Message::parse(greek);
+    assert_eq!(m.get("PID-5").as_deref(), Some("Αθήνα ok"));
+    assert_eq!(hl7v2::MessageBuf::from(&m).encode(), greek.to_vec());
+    // JIS X 0208 (\M2442\): 山田 is 0x3B33 0x4544 in 7-bit bytes; then JIS X 0201 katakana in the upper half.
+    let japanese =
+        b"MSH|^~\\&|||||||ADT^A01|1|P|2.5\rPID|1||||\\M2442\\;3ED\\C2842\\^\\C2949\\\xb1\xb2";
+    let m = Message::parse(japanese);
+    assert_eq!(m.get("PID-5-1").as_deref(), Some("山田"));
+    assert_eq!(m.get("PID-5-2").as_deref(), Some("ｱｲ"));
+    // KS X 1001 and GB 2312 runs are their EUC bytes.
+    let cjk = b"MSH|^~\\&|||||||ADT^A01|1|P|2.5\rPID|1||||\\M242943\\\xb1\xe8^\\M242941\\\xcd\xf5";
+    let m = Message::parse(cjk);
+    assert_eq!(m.get("PID-5-1").as_deref(), Some("김"));
+    assert_eq!(m.get("PID-5-2").as_deref(), Some("王"));
+    // A designation Thoth does not know stays as written, like any unknown escape.
+    let unknown = Message::parse(b"MSH|^~\\&|||||||ADT^A01|1|P|2.5\rPID|1||||a\\C2D7F\\b");
+    assert_eq!(unknown.get("PID-5").as_deref(), Some("a\\C2D7F\\b"));
+}
