@@ -158,7 +158,9 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     }
     let props = property_declarations(ctx, &entries);
     if !props.is_empty() {
-        expansion.insert("property".into(), Value::Array(props));
+        // R4 has no `expansion.property`: it travels as R5's cross-version extension.
+        let ext: Vec<Value> = props.iter().map(|p| r5_extension("property", p)).collect();
+        expansion.insert("extension".into(), Value::Array(ext));
     }
     if !contains.is_empty() {
         expansion.insert("contains".into(), Value::Array(contains));
@@ -337,10 +339,35 @@ fn render_entry(ctx: &Ctx<'_>, e: &Entry) -> Value {
             }
         }
         if !props.is_empty() {
-            m.insert("property".into(), Value::Array(props));
+            // R4 has no `contains.property`: R5's cross-version extension carries it.
+            let mut ext: Vec<Value> = m
+                .remove("extension")
+                .and_then(|v| v.as_array().cloned())
+                .unwrap_or_default();
+            ext.extend(props.iter().map(|p| r5_extension("contains.property", p)));
+            m.insert("extension".into(), Value::Array(ext));
         }
     }
     Value::Object(m)
+}
+
+/// `{"code": c, "valueX": v}` (or `"uri": u`) as the R5 cross-version extension
+/// `extension-ValueSet.expansion.<element>` with one sub-extension per member.
+fn r5_extension(element: &str, item: &Value) -> Value {
+    let parts: Vec<Value> = item
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| match k.as_str() {
+            "code" => json!({"url": "code", "valueCode": v}),
+            "uri" => json!({"url": "uri", "valueUri": v}),
+            value => json!({"url": "value", value: v}),
+        })
+        .collect();
+    json!({
+        "url": format!("http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.{element}"),
+        "extension": parts,
+    })
 }
 
 /// Nests hierarchical entries under their nearest ancestor present in the expansion.
