@@ -352,6 +352,24 @@ impl CodeSystem {
         self.properties.iter().find(|p| p.code == code)
     }
 
+    /// Whether concept `i` is not selectable: its `notSelectable`/`abstract` property, or a property of
+    /// another code that the code system declares with FHIR's `notSelectable` URI.
+    pub fn is_abstract(&self, i: usize) -> bool {
+        let c = &self.concepts[i];
+        c.is_abstract()
+            || self
+                .properties
+                .iter()
+                .filter(|d| {
+                    d.uri.as_deref() == Some("http://hl7.org/fhir/concept-properties#notSelectable")
+                })
+                .any(|d| {
+                    c.properties
+                        .iter()
+                        .any(|p| p.code == d.code && p.value == Value::Bool(true))
+                })
+    }
+
     /// A copy with the designations and properties of `supplements` merged into its concepts.
     pub fn with_supplements(&self, supplements: &[Arc<CodeSystem>]) -> CodeSystem {
         let mut out = self.clone();

@@ -43,7 +43,7 @@ impl Entry {
     pub fn is_abstract(&self) -> bool {
         self.concept
             .as_ref()
-            .is_some_and(|(cs, i)| cs.concepts[*i].is_abstract())
+            .is_some_and(|(cs, i)| cs.is_abstract(*i))
     }
 }
 

@@ -123,9 +123,6 @@ impl Filter {
             "display" => c.display.clone().into_iter().collect(),
             "definition" => c.definition.clone().into_iter().collect(),
             "inactive" if c.property("inactive").is_none() => vec![c.is_inactive().to_string()],
-            "notSelectable" if c.property("notSelectable").is_none() => {
-                vec![c.is_abstract().to_string()]
-            }
             "parent" => c
                 .parents
                 .iter()

@@ -85,7 +85,7 @@ pub fn lookup(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     if let Some(d) = &c.definition {
         out.push(json!({"name": "definition", "valueString": d}));
     }
-    out.push(json!({"name": "abstract", "valueBoolean": c.is_abstract()}));
+    out.push(json!({"name": "abstract", "valueBoolean": cs.is_abstract(i)}));
     for d in &c.designations {
         let mut parts = Vec::new();
         if let Some(l) = &d.language {
