@@ -126,6 +126,28 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     for u in &ev.used_cs {
         parameters.push(json!({"name": "used-codesystem", "valueUri": u}));
     }
+    // Content used with a status worth a warning: `warning-<status>` with its canonical.
+    let mut used: Vec<(String, Option<Value>)> =
+        vec![(vs_canonical(&vs), Some(vs.as_ref().clone()))];
+    for u in &ev.used_cs {
+        let (url, version) = crate::context::split_canonical(u);
+        used.push((
+            u.clone(),
+            ctx.find_cs(url, version)
+                .map(|cs| cs.resource.as_ref().clone()),
+        ));
+    }
+    for u in &ev.used_vs {
+        used.push((u.clone(), ctx.find_vs(u).map(|v| v.as_ref().clone())));
+    }
+    for (n, (canonical, resource)) in used.into_iter().enumerate() {
+        let label = resource.as_ref().and_then(crate::validate::status_label);
+        // The requested value set itself only warns when it is deprecated or withdrawn, not for being draft.
+        let root_note = matches!(label, Some("deprecated" | "withdrawn"));
+        if let (Some(label), true) = (label, n > 0 || root_note) {
+            parameters.push(json!({"name": format!("warning-{label}"), "valueUri": canonical}));
+        }
+    }
     if ev.versions_match {
         parameters.push(json!({"name": "versionsMatch", "valueBoolean": true}));
     }

@@ -472,8 +472,9 @@ pub fn validate_cs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     Ok(render(ctx, checks, cc, is_cc, None))
 }
 
-/// "Reference to draft/experimental/deprecated/withdrawn ..." notes for a resource used by the operation.
-fn status_issue(resource: &Value, kind: &str) -> Option<Issue> {
+/// Why a resource deserves a note when used: `deprecated` or `withdrawn` (standards status), `draft`,
+/// `experimental`.
+pub fn status_label(resource: &Value) -> Option<&str> {
     let standards = resource["extension"].as_array().and_then(|a| {
         a.iter()
             .find(|e| {
@@ -481,12 +482,17 @@ fn status_issue(resource: &Value, kind: &str) -> Option<Issue> {
             })
             .and_then(|e| e["valueCode"].as_str())
     });
-    let label = match standards {
-        Some(s @ ("deprecated" | "withdrawn")) => s,
-        _ if resource["status"] == "draft" => "draft",
-        _ if resource["experimental"] == Value::Bool(true) => "experimental",
-        _ => return None,
-    };
+    match standards {
+        Some(s @ ("deprecated" | "withdrawn")) => Some(s),
+        _ if resource["status"] == "draft" => Some("draft"),
+        _ if resource["experimental"] == Value::Bool(true) => Some("experimental"),
+        _ => None,
+    }
+}
+
+/// "Reference to draft/experimental/deprecated/withdrawn ..." notes for a resource used by the operation.
+fn status_issue(resource: &Value, kind: &str) -> Option<Issue> {
+    let label = status_label(resource)?;
     let url = resource["url"].as_str().unwrap_or_default();
     let canonical = match resource["version"].as_str() {
         Some(v) => format!("{url}|{v}"),
