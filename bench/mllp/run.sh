@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Thoth's MLLP listener against HAPI v2 2.6's (Maven Central), side by side on loopback, in one run.
 #
-#   bench/mllp/run.sh [MESSAGES]          # default 20000 per case; SKIP_CRASH=1 skips the crash test
+#   bench/mllp/run.sh [MESSAGES]          # default 20000 per case; SKIP_CRASH=1 skips the crash test, NO_BUILD=1 the build
 #
 # Cases: {HAPI, Thoth non-durable, Thoth durable} x {1, 8 connections} x {ADT^A01, ORU^R01}. Each case is
 # measured by the same client, `interface::load` (what `thoth mllp bench` runs: sequential send-and-wait per
@@ -14,7 +14,7 @@ N=${1:-20000}
 SAMPLES=$ROOT/../shared/data/hl7v2/fhir-converter
 [ -d "$SAMPLES" ] || { echo "missing $SAMPLES (../shared beside the checkout)"; exit 1; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-cargo build --release -p interface --example mllp_bench >&2
+[ -n "${NO_BUILD:-}" ] || cargo build --release -p interface --example mllp_bench >&2
 BIN=$CARGO_TARGET_DIR/release/examples/mllp_bench
 (cd bench/mllp/hapi && mvn -q -B package dependency:build-classpath -Dmdep.outputFile=cp.txt >&2)
 HAPI_CP="$ROOT/bench/mllp/hapi/target/classes:$(cat bench/mllp/hapi/cp.txt)"
