@@ -262,6 +262,10 @@ fn evaluate_compose(
             }
         }
     }
+    // `compose.inactive: false`: the value set leaves inactive codes out.
+    if compose["inactive"] == Value::Bool(false) {
+        out.set.retain(|e| !e.inactive());
+    }
     if several_versions(&out.set) {
         // As tx.fhir.org lists them: by code, the newest stated version first, unversioned includes last.
         out.set.entries.sort_by(|a, b| {

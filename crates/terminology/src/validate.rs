@@ -791,7 +791,12 @@ fn render(
 ) -> Value {
     let mut out = Vec::new();
     let ok = if is_cc {
+        // One valid coding suffices, unless another coding is outright wrong (an error of its own).
         checks.iter().any(|c| c.ok)
+            && !checks
+                .iter()
+                .flat_map(|c| &c.issues)
+                .any(|i| i.severity == Severity::Error)
     } else {
         checks.iter().all(|c| c.ok)
     };
