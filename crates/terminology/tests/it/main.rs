@@ -2,6 +2,7 @@
 
 mod operations;
 mod packages;
+mod versions;
 
 use serde_json::Value;
 use std::path::PathBuf;
