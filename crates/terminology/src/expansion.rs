@@ -174,7 +174,10 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     );
     expansion.insert("timestamp".into(), json!(crate::time::now_instant()));
     expansion.insert("total".into(), json!(total));
-    expansion.insert("offset".into(), json!(offset));
+    // Only a paged expansion says where its page starts.
+    if paged {
+        expansion.insert("offset".into(), json!(offset));
+    }
     if !parameters.is_empty() {
         expansion.insert("parameter".into(), Value::Array(parameters));
     }

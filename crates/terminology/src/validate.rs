@@ -69,6 +69,8 @@ struct Check {
     version_error: bool,
     /// The code is in the value set (possibly in another version of its code system).
     in_vs: bool,
+    /// The code system's own form of a code matched without regard to case.
+    normalized_code: Option<String>,
 }
 
 fn read_codings(params: &Params) -> Result<(Vec<Coding>, Option<Value>, bool), TxError> {
@@ -603,8 +605,10 @@ fn check_in_cs(ctx: &Ctx<'_>, cs: &CodeSystem, coding: &Coding, check: &mut Chec
     };
     let concept = &cs.concepts[i];
     check.ok = true;
-    check.code = Some(concept.code.clone());
+    // The code is echoed as given; a case-insensitive match reports the stored form as `normalized-code`.
+    check.code = Some(coding.code.clone());
     if concept.code != coding.code {
+        check.normalized_code = Some(concept.code.clone());
         check.issues.push(
             Issue::new(
                 Severity::Information,
@@ -617,6 +621,7 @@ fn check_in_cs(ctx: &Ctx<'_>, cs: &CodeSystem, coding: &Coding, check: &mut Chec
                     cs.versioned_url()
                 ),
             )
+            .with_id("CODE_CASE_DIFFERENCE")
             .at(coding.expr("code")),
         );
     }
@@ -839,6 +844,9 @@ fn render(
         }
         if c.inactive {
             out.push(json!({"name": "inactive", "valueBoolean": true}));
+        }
+        if let (Some(n), true) = (&c.normalized_code, shown) {
+            out.push(json!({"name": "normalized-code", "valueCode": n}));
         }
         if let (Some(s), true) = (&c.system, shown) {
             out.push(json!({"name": "system", "valueUri": s}));
