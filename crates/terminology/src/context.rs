@@ -178,15 +178,6 @@ impl<'a> Ctx<'a> {
             .or_else(|| pick_from(self.base.concept_map_versions(url)))
     }
 
-    /// Every concept map visible.
-    pub fn concept_maps(&self) -> Vec<Arc<Value>> {
-        self.overlay
-            .concept_maps()
-            .chain(self.base.concept_maps())
-            .cloned()
-            .collect()
-    }
-
     /// Known versions of `url`, for messages ("1.0.0 or 1.2.0").
     pub fn known_versions(&self, url: &str) -> Vec<String> {
         let mut v: Vec<String> = self

@@ -42,7 +42,15 @@ pub fn translate(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         Some(m) => vec![Arc::new(m.clone())],
         None => match params.str("url") {
             Some(u) => ctx.find_cm(&u).into_iter().collect(),
-            None => ctx.concept_maps(),
+            // Every map the request carries counts, even two with one url and version (the overlay keeps the
+            // last of those), then the server's.
+            None => params
+                .resources("tx-resource")
+                .into_iter()
+                .filter(|r| r["resourceType"] == "ConceptMap")
+                .map(|r| Arc::new(r.clone()))
+                .chain(ctx.base.concept_maps().cloned())
+                .collect(),
         },
     };
     let mut matches = Vec::new();
@@ -94,11 +102,18 @@ pub fn translate(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
                     if let Some(d) = display {
                         concept["display"] = json!(d);
                     }
-                    matches.push(json!({"name": "match", "part": [
-                        {"name": "equivalence", "valueCode": r4_equivalence(equivalence)},
-                        {"name": "concept", "valueCoding": concept},
-                        {"name": "originMap", "valueCanonical": origin},
-                    ]}));
+                    let mut parts = vec![
+                        json!({"name": "equivalence", "valueCode": r4_equivalence(equivalence)}),
+                        json!({"name": "concept", "valueCoding": concept}),
+                        json!({"name": "originMap", "valueCanonical": origin}),
+                    ];
+                    if reverse {
+                        // As tx.fhir.org answers a reverse translation: `concept` is the target coding asked
+                        // about, `source` the source coding that maps to it.
+                        parts[1] = json!({"name": "concept", "valueCoding": {"system": from, "code": code}});
+                        parts.push(json!({"name": "source", "valueCoding": concept}));
+                    }
+                    matches.push(json!({"name": "match", "part": parts}));
                 }
             }
         }
