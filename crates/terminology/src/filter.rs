@@ -29,7 +29,19 @@ impl Filter {
     /// Compiles `f` (a `compose.include.filter` element) for code system `cs`; `path` locates it in messages.
     pub fn compile(cs: &CodeSystem, f: &Value, path: &str) -> Result<Filter, TxError> {
         let property = f["property"].as_str().unwrap_or_default().to_string();
-        let op_name = f["op"].as_str().unwrap_or_default();
+        // R5-only operators (`child-of`, ...) reach an R4 server as the cross-version extension on `_op`.
+        let op_name = f["op"].as_str().unwrap_or_else(|| {
+            f["_op"]["extension"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|e| {
+                    e["url"]
+                        == "http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.compose.include.filter.op"
+                })
+                .and_then(|e| e["valueCode"].as_str())
+                .unwrap_or_default()
+        });
         let Some(value) = f["value"].as_str().filter(|v| !v.is_empty()) else {
             return Err(TxError::new(
                 ErrorKind::Invalid,
