@@ -1,23 +1,8 @@
 //! Bad input gets an error with a location, in bounded memory, never a panic.
 
-use crate::common::shared;
+use crate::common::synthea_sample;
 use fhir::{Error, Format, ReadOptions, Resource};
 use std::io::Read;
-
-fn synthea_sample() -> Vec<u8> {
-    let dir = shared().join("data/fhir/synthea");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("dir")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    files.sort();
-    let p = files
-        .iter()
-        .find(|p| p.extension().is_some_and(|e| e == "json"))
-        .expect("a bundle");
-    std::fs::read(p).expect("read")
-}
 
 fn invalid(e: &Error) -> (&fhir::Location, &str, &str) {
     match e {

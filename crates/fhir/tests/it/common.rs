@@ -13,6 +13,22 @@ pub fn shared() -> PathBuf {
     p
 }
 
+/// The first Synthea bundle (JSON) of the shared corpus, by file name.
+pub fn synthea_sample() -> Vec<u8> {
+    let dir = shared().join("data/fhir/synthea");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let p = files
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a bundle");
+    std::fs::read(p).expect("read")
+}
+
 /// Every number token of a JSON text, in order (decimals compared lexically, not as floats).
 pub fn number_tokens(json: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();

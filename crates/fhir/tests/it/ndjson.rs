@@ -1,22 +1,11 @@
 //! NDJSON (Bulk Data) streaming in and out.
 
-use crate::common::shared;
+use crate::common::synthea_sample;
 use fhir::{Error, NdjsonReader, NdjsonWriter, ReadOptions, Resource};
 
 #[test]
 fn bundle_entries_stream_through_ndjson() {
-    let dir = shared().join("data/fhir/synthea");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("dir")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    files.sort();
-    let p = files
-        .iter()
-        .find(|p| p.extension().is_some_and(|e| e == "json"))
-        .expect("a bundle");
-    let bundle = Resource::from_json(&std::fs::read(p).expect("read")).expect("parse");
+    let bundle = Resource::from_json(&synthea_sample()).expect("parse");
     let entries = bundle.bundle_entries();
     assert!(entries.len() > 50, "{} entries", entries.len());
     let mut w = NdjsonWriter::new(Vec::new());
