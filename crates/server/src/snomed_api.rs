@@ -54,15 +54,42 @@ fn accept_language(headers: &HeaderMap) -> Option<&str> {
     headers.get("accept-language").and_then(|v| v.to_str().ok())
 }
 
-fn concept_json(store: &Store, idx: ConceptIdx) -> Value {
+/// A concept as Hermes shows it. Serialized straight from the store's fields: the single-concept lookup is the
+/// API's hottest route, and building a `serde_json::Value` first cost a map and six allocations per request.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConceptJson {
+    id: u64,
+    effective_time: IsoDate,
+    active: bool,
+    module_id: u64,
+    definition_status_id: u64,
+}
+
+/// An RF2 effectiveTime (`yyyymmdd` as a number) written as an ISO date without an intermediate `String`.
+struct IsoDate(u32);
+
+impl serde::Serialize for IsoDate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = self.0;
+        s.collect_str(&format_args!(
+            "{:04}-{:02}-{:02}",
+            t / 10000,
+            t / 100 % 100,
+            t % 100
+        ))
+    }
+}
+
+fn concept_json(store: &Store, idx: ConceptIdx) -> ConceptJson {
     let c = store.concept(idx);
-    json!({
-        "id": c.id.get(),
-        "effectiveTime": format_date(c.effective_time),
-        "active": c.active,
-        "moduleId": c.module.get(),
-        "definitionStatusId": c.definition_status.get(),
-    })
+    ConceptJson {
+        id: c.id.get(),
+        effective_time: IsoDate(c.effective_time),
+        active: c.active,
+        module_id: c.module.get(),
+        definition_status_id: c.definition_status.get(),
+    }
 }
 
 fn description_json(d: &Description<'_>) -> Map<String, Value> {
@@ -131,7 +158,7 @@ fn member_json(store: &Store, m: &RefsetMember<'_>) -> Value {
 async fn concept(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ConceptJson>, ApiError> {
     let store = store(&state)?;
     let idx = concept_idx(store, &id)?;
     Ok(Json(concept_json(store, idx)))
