@@ -331,11 +331,20 @@ async fn refsets(
 async fn subsumed_by(
     State(state): State<AppState>,
     Path((id, subsumer)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SubsumedBy>, ApiError> {
     let store = store(&state)?;
     let a = concept_idx(store, &id)?;
     let b = concept_idx(store, &subsumer)?;
-    Ok(Json(json!({ "subsumedBy": store.is_a(a, b) })))
+    Ok(Json(SubsumedBy {
+        subsumed_by: store.is_a(a, b),
+    }))
+}
+
+/// The subsumption answer, serialized without building a map (a hot route of the API, like the lookup).
+#[derive(serde::Serialize)]
+struct SubsumedBy {
+    #[serde(rename = "subsumedBy")]
+    subsumed_by: bool,
 }
 
 /// Members of `refset` for the concept; when it has none, those of its most specific ancestors that do

@@ -2,6 +2,7 @@
 //! search index in `search/`.
 
 use crate::consts;
+use crate::ecl_eval::TypedEdge;
 use crate::error::ImportError;
 use crate::format::*;
 use crate::import::{ImportProgress, Rows, keep_latest};
@@ -93,6 +94,28 @@ pub(crate) fn build(
         (r.dest, r.type_id, r.source)
     });
     let by_dest_off = offsets(n, by_dest.iter().map(|&i| rels[i as usize].dest));
+    // The ECL index: active defining relationships by type, then destination. A refinement `T = << X` then
+    // merges X's sorted members with one contiguous slice instead of probing every value's inbound rows.
+    let mut typed: Vec<(u32, TypedEdge)> = rels
+        .iter()
+        .filter(|r| {
+            r.active == 1
+                && r.characteristic != consts::STATED_RELATIONSHIP.get()
+                && r.type_idx != NONE
+                && r.dest != NONE
+        })
+        .map(|r| {
+            let edge = TypedEdge {
+                dest: r.dest,
+                source: r.source,
+                group: r.group,
+            };
+            (r.type_idx, edge)
+        })
+        .collect();
+    typed.sort_unstable_by_key(|(t, e)| (*t, e.dest, e.source, e.group));
+    let typed_off = offsets(n, typed.iter().map(|(t, _)| *t));
+    let typed: Vec<TypedEdge> = typed.into_iter().map(|(_, e)| e).collect();
 
     // IS-A hierarchy from active inferred (or, if a release has none, stated) relationships.
     progress.stage("hierarchy");
@@ -119,7 +142,9 @@ pub(crate) fn build(
     w.section(Section::RelBySourceOff, &rel_off)?;
     w.section(Section::RelByDest, &by_dest)?;
     w.section(Section::RelByDestOff, &by_dest_off)?;
-    drop((rels, rel_off, by_dest, by_dest_off));
+    w.section(Section::EdgesByType, &typed)?;
+    w.section(Section::EdgesByTypeOff, &typed_off)?;
+    drop((rels, rel_off, by_dest, by_dest_off, typed, typed_off));
 
     let (children_off, children) = invert(n, &parents);
     let (parents_off, parents_flat) = flatten(&parents);

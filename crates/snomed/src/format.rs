@@ -11,7 +11,7 @@ pub(crate) const MAGIC: [u8; 8] = *b"THOTHSCT";
 
 /// Bumped on any change of the byte layout; a store of another version is refused with
 /// [`crate::OpenError::IncompatibleFormat`] and must be re-imported.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The fixed-size file header.
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -63,9 +63,11 @@ pub(crate) enum Section {
     MembersByComponent = 23,
     RefsetInfo = 24,
     Strings = 25,
+    EdgesByType = 26,
+    EdgesByTypeOff = 27,
 }
 
-pub(crate) const ALL_SECTIONS: [Section; 25] = [
+pub(crate) const ALL_SECTIONS: [Section; 27] = [
     Section::Concepts,
     Section::ParentsOff,
     Section::Parents,
@@ -91,6 +93,8 @@ pub(crate) const ALL_SECTIONS: [Section; 25] = [
     Section::MembersByComponent,
     Section::RefsetInfo,
     Section::Strings,
+    Section::EdgesByType,
+    Section::EdgesByTypeOff,
 ];
 
 /// A concept row, sorted by `id`; its position is the concept's dense index.

@@ -435,6 +435,13 @@ impl Store {
             self.sec::<u32>(Section::RelByDest).len(),
         )?;
         check(
+            "relationships by type",
+            self.sec(Section::EdgesByTypeOff),
+            n,
+            self.sec::<crate::ecl_eval::TypedEdge>(Section::EdgesByType)
+                .len(),
+        )?;
+        check(
             "descriptions",
             self.sec(Section::DescByConceptOff),
             n,
@@ -636,6 +643,14 @@ impl Store {
         slice[start..end]
             .iter()
             .map(move |&i| rel(&rels[i as usize]))
+    }
+
+    /// Active defining (inferred or additional) relationships of attribute type `type_idx`, sorted by
+    /// (destination, source, group): the index ECL refinements merge with a sorted value set.
+    pub(crate) fn edges_of_type(&self, type_idx: ConceptIdx) -> &[crate::ecl_eval::TypedEdge] {
+        let off: &[u32] = self.sec(Section::EdgesByTypeOff);
+        let edges = self.sec(Section::EdgesByType);
+        &edges[off[type_idx.0 as usize] as usize..off[type_idx.0 as usize + 1] as usize]
     }
 
     /// Relationships with concrete values whose source is `idx`.

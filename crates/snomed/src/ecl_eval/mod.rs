@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 pub use roaring::RoaringBitmap;
 
-pub use source::{ConceptRow, ConcreteRel, Description, EclSource, Member, Rel, ids};
+pub use source::{ConceptRow, ConcreteRel, Description, EclSource, Member, Rel, TypedEdge, ids};
 
 /// Bounds on one evaluation.
 #[derive(Debug, Clone, Copy)]

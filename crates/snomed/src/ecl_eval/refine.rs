@@ -18,6 +18,21 @@ use super::source::{ConcreteRel, Rel};
 use super::text::wild_match;
 use super::{EclError, EclSource};
 
+/// A wildcard or very broad attribute name would merge hundreds of thousands of slices; walk instead.
+const MAX_TYPED_MERGES: u64 = 64;
+
+/// The number of leading elements of `items` for which `before` holds (`before` must be true for a prefix and
+/// false after it): exponential then binary search, so skipping k elements costs O(log k).
+fn gallop<T>(items: &[T], before: impl Fn(&T) -> bool) -> usize {
+    let mut hi = 1;
+    while hi < items.len() && before(&items[hi - 1]) {
+        hi *= 2;
+    }
+    let lo = hi / 2;
+    let hi = hi.min(items.len());
+    lo + items[lo..hi].partition_point(before)
+}
+
 /// An attribute constraint with its sets evaluated.
 #[derive(Clone)]
 struct Attr {
@@ -201,6 +216,33 @@ impl<S: EclSource + ?Sized> Ctx<'_, S> {
     ) -> Result<(), EclError> {
         let src = self.src;
         match &a.value {
+            // With an index by type, merge each type's relationships (sorted by destination) with the sorted
+            // value set, galloping over destinations that are not values: sequential reads, no per-value probes.
+            Value::Concepts { ne: false, set } if !a.reverse && self.has_typed_index(&a.types) => {
+                let mut sources = Vec::new();
+                for t in &a.types {
+                    self.tick()?;
+                    let edges = src.edges_of_type(t).unwrap_or_default();
+                    let mut pos = 0;
+                    for v in set {
+                        pos += gallop(&edges[pos..], |e| e.dest < v);
+                        if pos == edges.len() {
+                            break;
+                        }
+                        while let Some(e) = edges.get(pos).filter(|e| e.dest == v) {
+                            sources.push(e.source);
+                            pos += 1;
+                        }
+                    }
+                }
+                // One record per candidate with its count: sorted runs of equal sources.
+                sources.sort_unstable();
+                for run in sources.chunk_by(|a, b| a == b) {
+                    if cands.contains(run[0]) {
+                        record(run[0], run.len() as u32);
+                    }
+                }
+            }
             // Few values: walk from the values to the candidates through the relationship indexes.
             Value::Concepts { ne: false, set } if set.len() < cands.len() => {
                 let few_types = (a.types.len() <= 4).then(|| a.types.iter().collect::<Vec<u32>>());
@@ -249,6 +291,15 @@ impl<S: EclSource + ?Sized> Ctx<'_, S> {
             }
         }
         Ok(())
+    }
+
+    /// Whether the source indexes relationships by type (and the attribute names few enough types for a merge
+    /// per type to beat one walk).
+    fn has_typed_index(&self, types: &RoaringBitmap) -> bool {
+        types.len() <= MAX_TYPED_MERGES
+            && types
+                .min()
+                .is_some_and(|t| self.src.edges_of_type(t).is_some())
     }
 
     fn group(

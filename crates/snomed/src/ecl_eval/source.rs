@@ -15,6 +15,18 @@ pub struct Rel {
     pub group: u32,
 }
 
+/// One active defining relationship in an index by attribute type (the type is implied by the slice it is in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct TypedEdge {
+    /// Dense index of the destination.
+    pub dest: u32,
+    /// Dense index of the source.
+    pub source: u32,
+    /// Role group number; 0 is ungrouped.
+    pub group: u32,
+}
+
 /// One active relationship with a concrete value, as in RF2: `#500`, `#2.5`, `"PANADOL"`, `true`.
 #[derive(Debug, Clone, Copy)]
 pub struct ConcreteRel<'a> {
@@ -110,6 +122,12 @@ pub trait EclSource {
                 f(r);
             }
         });
+    }
+    /// Every active defining relationship of attribute type `type_idx`, sorted by (destination, source, group),
+    /// when the source keeps an index by type; `None` makes evaluation walk from the values instead.
+    fn edges_of_type(&self, type_idx: u32) -> Option<&[TypedEdge]> {
+        let _ = type_idx;
+        None
     }
     /// Concrete-valued relationships of `source`.
     fn concrete(&self, source: u32, f: &mut dyn FnMut(ConcreteRel<'_>));

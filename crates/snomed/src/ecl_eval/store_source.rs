@@ -3,7 +3,7 @@
 use crate::consts::STATED_RELATIONSHIP;
 use crate::{ConceptIdx, SctId, Store};
 
-use super::source::{ConceptRow, ConcreteRel, Description, EclSource, Member, Rel};
+use super::source::{ConceptRow, ConcreteRel, Description, EclSource, Member, Rel, TypedEdge};
 
 fn ids(list: &[ConceptIdx]) -> &[u32] {
     bytemuck::cast_slice(list)
@@ -116,6 +116,10 @@ impl EclSource for Store {
                 });
             }
         }
+    }
+
+    fn edges_of_type(&self, type_idx: u32) -> Option<&[TypedEdge]> {
+        Some(Store::edges_of_type(self, ConceptIdx(type_idx)))
     }
 
     fn concrete(&self, source: u32, f: &mut dyn FnMut(ConcreteRel<'_>)) {
