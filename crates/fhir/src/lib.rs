@@ -27,7 +27,6 @@ mod path;
 mod protobuf;
 mod resource;
 mod schema;
-mod text;
 mod xml;
 
 pub use error::{Error, Format, Location};

@@ -92,7 +92,7 @@ impl<W: Write> NdjsonWriter<W> {
     /// Writes one resource and a newline.
     pub fn write(&mut self, resource: &Resource) -> Result<(), Error> {
         self.buf.clear();
-        crate::json::write(&resource.node, false, &mut self.buf);
+        crate::json::write(&resource.tree, resource.node, false, &mut self.buf);
         self.buf.push(b'\n');
         self.writer.write_all(&self.buf)?;
         Ok(())

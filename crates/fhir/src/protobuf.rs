@@ -10,11 +10,11 @@
 //! that start with U+0000 are always tabled, so a reference is never ambiguous). See the `.proto` header.
 
 use crate::error::{Error, Format, Location};
-use crate::model::{Field, Node, Prim, PrimExtra, PrimValue, UNKNOWN_ELEM, Value, Values};
+use crate::model::{
+    Builder, ExtraId, Mark, NO_EXTRA, NodeId, Prim, PrimValue, Span, Tree, UNKNOWN_ELEM, Value,
+};
 use crate::options::ReadOptions;
 use crate::schema::{EXTENSION, Kind, PrimKind, RESOURCES, TypeId, resource_tag};
-use crate::text::Str;
-use std::sync::Arc;
 
 const VARINT: u32 = 0;
 const LEN: u32 = 2;
@@ -40,24 +40,25 @@ fn ref_len(i: usize) -> usize {
     1 + i.checked_ilog10().unwrap_or(0) as usize + 1
 }
 
-/// Encodes a resource as a `thoth.fhir.r4.Resource` message.
-pub(crate) fn encode(node: &Node) -> Result<Vec<u8>, Error> {
+/// Encodes node `root` of a tree (a resource) as a `thoth.fhir.r4.Resource` message.
+pub(crate) fn encode(t: &Tree, root: NodeId) -> Result<Vec<u8>, Error> {
     let mut e = Encoder {
+        t,
         sizes: Vec::new(),
         next: 0,
         table: Vec::new(),
         next_ref: 0,
         out: Vec::new(),
     };
-    let inner = e.size_node(node)?;
-    let tag = resource_tag(node.ty);
+    let inner = e.size_node(root)?;
+    let tag = resource_tag(t.node(root).ty);
     let table = e.table();
     e.out
         .reserve(table.len() + key_len(tag) + varint_len(inner as u64) + inner);
     e.out.extend_from_slice(&table);
     e.key(tag, LEN);
     e.varint(inner as u64);
-    e.write_node(node);
+    e.write_node(root);
     Ok(e.out)
 }
 
@@ -78,6 +79,7 @@ fn len_field(tag: u32, len: usize) -> usize {
 }
 
 struct Encoder<'a> {
+    t: &'a Tree,
     /// Message lengths in pre-order, filled by `size_*` and consumed in the same order by `write_*`.
     sizes: Vec<u32>,
     next: usize,
@@ -87,18 +89,18 @@ struct Encoder<'a> {
     out: Vec<u8>,
 }
 
-fn prims(f: &Field) -> impl Iterator<Item = &Prim> + Clone {
-    f.values.iter().filter_map(|v| match v {
+fn prims(values: &[Value]) -> impl Iterator<Item = &Prim> + Clone {
+    values.iter().filter_map(|v| match v {
         Value::Prim(p) => Some(p),
         Value::Node(_) => None,
     })
 }
 
 /// Whether a primitive field needs companions, and whether one per item (repeating with nulls/extras).
-fn companions(f: &Field, many: bool) -> bool {
-    let any_extra = prims(f).any(|p| p.extra.is_some());
+fn companions(values: &[Value], many: bool) -> bool {
+    let any_extra = prims(values).any(|p| p.extra != NO_EXTRA);
     if many {
-        any_extra || prims(f).any(|p| p.value.is_none())
+        any_extra || prims(values).any(|p| p.value.is_none())
     } else {
         any_extra
     }
@@ -116,11 +118,11 @@ impl<'a> Encoder<'a> {
         varint_len(n as u64) + n
     }
 
-    fn scalar_len(&mut self, v: &'a PrimValue) -> usize {
+    fn scalar_len(&mut self, v: &PrimValue) -> usize {
         match v {
             PrimValue::Bool(_) => 1,
             PrimValue::Int(i) => varint_len(zigzag(*i)),
-            PrimValue::Str(s) => self.str_len(s),
+            PrimValue::Str(s) => self.str_len(self.t.str(*s)),
         }
     }
 
@@ -152,10 +154,13 @@ impl<'a> Encoder<'a> {
         self.sizes.len() - 1
     }
 
-    fn size_node(&mut self, node: &'a Node) -> Result<usize, Error> {
+    fn size_node(&mut self, id: NodeId) -> Result<usize, Error> {
+        let t = self.t;
+        let node = t.node(id);
         let slot = self.reserve();
         let mut total = 0;
-        for f in &node.fields {
+        for f in t.fields(node) {
+            let values = t.values(f);
             if f.elem == UNKNOWN_ELEM {
                 return Err(Error::Unrepresentable {
                     format: Format::Protobuf,
@@ -168,14 +173,14 @@ impl<'a> Encoder<'a> {
             let tag = ed.tags[f.alt as usize];
             match ty.def().kind {
                 Kind::Primitive(_) if ty.extensible_prim() => {
-                    for p in prims(f) {
+                    for p in prims(values) {
                         if let Some(v) = &p.value {
                             total += key_len(tag) + self.scalar_len(v);
                         }
                     }
-                    if companions(f, ed.many) {
-                        for p in prims(f) {
-                            if ed.many || p.extra.is_some() {
+                    if companions(values, ed.many) {
+                        for p in prims(values) {
+                            if ed.many || p.extra != NO_EXTRA {
                                 let n = self.size_extra(p)?;
                                 total += len_field(tag + 1, n);
                             }
@@ -183,7 +188,7 @@ impl<'a> Encoder<'a> {
                     }
                 }
                 Kind::Primitive(_) => {
-                    for p in prims(f) {
+                    for p in prims(values) {
                         total += key_len(tag)
                             + match &p.value {
                                 Some(v) => self.scalar_len(v),
@@ -192,20 +197,20 @@ impl<'a> Encoder<'a> {
                     }
                 }
                 Kind::AnyResource => {
-                    for v in &f.values {
+                    for v in values {
                         if let Value::Node(n) = v {
                             let wrapper = self.reserve();
-                            let inner = self.size_node(n)?;
-                            let w = len_field(resource_tag(n.ty), inner);
+                            let inner = self.size_node(*n)?;
+                            let w = len_field(resource_tag(t.node(*n).ty), inner);
                             self.sizes[wrapper] = w as u32;
                             total += len_field(tag, w);
                         }
                     }
                 }
                 _ => {
-                    for v in &f.values {
+                    for v in values {
                         if let Value::Node(n) = v {
-                            total += len_field(tag, self.size_node(n)?);
+                            total += len_field(tag, self.size_node(*n)?);
                         }
                     }
                 }
@@ -215,15 +220,16 @@ impl<'a> Encoder<'a> {
         Ok(total)
     }
 
-    fn size_extra(&mut self, p: &'a Prim) -> Result<usize, Error> {
+    fn size_extra(&mut self, p: &Prim) -> Result<usize, Error> {
+        let t = self.t;
         let slot = self.reserve();
         let mut total = 0;
-        if let Some(x) = &p.extra {
-            if let Some(id) = &x.id {
-                total += key_len(1) + self.str_len(id);
+        if let Some(x) = t.extra(p) {
+            if let Some(id) = x.id {
+                total += key_len(1) + self.str_len(t.str(id));
             }
-            for ext in &x.extension {
-                total += len_field(2, self.size_node(ext)?);
+            for ext in t.extensions(x) {
+                total += len_field(2, self.size_node(*ext)?);
             }
         }
         if p.value.is_none() {
@@ -279,33 +285,36 @@ impl<'a> Encoder<'a> {
                 self.key(tag, VARINT);
                 self.varint(zigzag(*i));
             }
-            PrimValue::Str(s) => self.string(tag, s),
+            PrimValue::Str(s) => self.string(tag, self.t.str(*s)),
         }
     }
 
-    fn write_node(&mut self, node: &Node) {
+    fn write_node(&mut self, id: NodeId) {
+        let t = self.t;
+        let node = t.node(id);
         self.take_size();
-        for f in &node.fields {
+        for f in t.fields(node) {
+            let values = t.values(f);
             let ed = node.elem_def(f);
             let ty = ed.types[f.alt as usize];
             let tag = ed.tags[f.alt as usize];
             match ty.def().kind {
                 Kind::Primitive(_) if ty.extensible_prim() => {
-                    for p in prims(f) {
+                    for p in prims(values) {
                         if let Some(v) = &p.value {
                             self.scalar(tag, v);
                         }
                     }
-                    if companions(f, ed.many) {
-                        for p in prims(f) {
-                            if ed.many || p.extra.is_some() {
+                    if companions(values, ed.many) {
+                        for p in prims(values) {
+                            if ed.many || p.extra != NO_EXTRA {
                                 self.write_extra(tag + 1, p);
                             }
                         }
                     }
                 }
                 Kind::Primitive(_) => {
-                    for p in prims(f) {
+                    for p in prims(values) {
                         match &p.value {
                             Some(v) => self.scalar(tag, v),
                             None => self.bytes(tag, b""),
@@ -313,23 +322,23 @@ impl<'a> Encoder<'a> {
                     }
                 }
                 Kind::AnyResource => {
-                    for v in &f.values {
+                    for v in values {
                         if let Value::Node(n) = v {
                             let w = self.take_size();
                             self.key(tag, LEN);
                             self.varint(w as u64);
-                            self.key(resource_tag(n.ty), LEN);
+                            self.key(resource_tag(t.node(*n).ty), LEN);
                             self.varint(self.sizes[self.next] as u64);
-                            self.write_node(n);
+                            self.write_node(*n);
                         }
                     }
                 }
                 _ => {
-                    for v in &f.values {
+                    for v in values {
                         if let Value::Node(n) = v {
                             self.key(tag, LEN);
                             self.varint(self.sizes[self.next] as u64);
-                            self.write_node(n);
+                            self.write_node(*n);
                         }
                     }
                 }
@@ -338,17 +347,18 @@ impl<'a> Encoder<'a> {
     }
 
     fn write_extra(&mut self, tag: u32, p: &Prim) {
+        let t = self.t;
         let n = self.take_size();
         self.key(tag, LEN);
         self.varint(n as u64);
-        if let Some(x) = &p.extra {
-            if let Some(id) = &x.id {
-                self.string(1, id);
+        if let Some(x) = t.extra(p) {
+            if let Some(id) = x.id {
+                self.string(1, t.str(id));
             }
-            for ext in &x.extension {
+            for ext in t.extensions(x) {
                 self.key(2, LEN);
                 self.varint(self.sizes[self.next] as u64);
-                self.write_node(ext);
+                self.write_node(*ext);
             }
         }
         if p.value.is_none() {
@@ -358,30 +368,37 @@ impl<'a> Encoder<'a> {
     }
 }
 
-/// Decodes a `thoth.fhir.r4.Resource` message.
-pub(crate) fn decode(input: &[u8], opts: &ReadOptions) -> Result<Node, Error> {
+/// Input bytes per node and per field of the tree, a little less than in the Synthea bundle (45 and 18)
+/// and Patient (53 and 20): sizes the tree's arrays up front.
+const PER_NODE: usize = 40;
+const PER_FIELD: usize = 14;
+
+/// Decodes a `thoth.fhir.r4.Resource` message: the tree and its root.
+pub(crate) fn decode(input: &[u8], opts: &ReadOptions) -> Result<(Tree, NodeId), Error> {
     let mut d = Decoder {
         input,
-        buf: Arc::new(input.to_vec()),
+        bld: Builder::new(input.len(), PER_NODE, PER_FIELD)?,
         table: Vec::new(),
+        pending: Vec::new(),
         depth: 0,
         opts,
     };
-    d.outermost(input.len())
+    let root = d.outermost(input.len())?;
+    Ok((d.bld.finish(Format::Protobuf)?, root))
 }
 
 struct Decoder<'a> {
     input: &'a [u8],
-    /// A copy of `input` that string values borrow from (one allocation for all of them).
-    buf: Arc<Vec<u8>>,
-    /// The string table of the outermost `Resource`, which references (`\0` + index) resolve to.
-    table: Vec<Str>,
+    bld: Builder,
+    /// The string table of the outermost `Resource`, which references (`\0` + index) resolve to: each
+    /// entry is in the tree's text once, however often it is referenced.
+    table: Vec<Span>,
+    /// Companions (`<name>_element`) of the messages being read, innermost last: (element, alternative,
+    /// id/extensions, item has no value).
+    pending: Vec<(u16, u8, ExtraId, bool)>,
     depth: usize,
     opts: &'a ReadOptions,
 }
-
-/// The companions of one primitive field, in order: (id/extensions, item has no value).
-type Pending = (u16, u8, Vec<(Option<Box<PrimExtra>>, bool)>);
 
 impl<'a> Decoder<'a> {
     fn err(&self, pos: usize, message: impl Into<String>) -> Error {
@@ -413,6 +430,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads a length prefix and returns the end of the delimited bytes.
+    #[inline]
     fn delimited(&self, pos: &mut usize, end: usize) -> Result<usize, Error> {
         let at = *pos;
         let len = self.varint(pos, end)?;
@@ -433,8 +451,17 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
+    /// Adds a UTF-8 checked string of the input (`start..end`) to the tree.
+    #[inline]
+    fn text(&mut self, at: usize, start: usize, end: usize) -> Result<Span, Error> {
+        match self.bld.utf8(&self.input[start..end])? {
+            Some(s) => Ok(s),
+            None => Err(self.err(at, "string is not UTF-8")),
+        }
+    }
+
     /// The outermost `Resource`: its string table (read first, wherever it is) and exactly one resource.
-    fn outermost(&mut self, end: usize) -> Result<Node, Error> {
+    fn outermost(&mut self, end: usize) -> Result<NodeId, Error> {
         let mut pos = 0;
         let mut resource = None;
         while pos < end {
@@ -446,8 +473,7 @@ impl<'a> Decoder<'a> {
             let stop = self.delimited(&mut pos, end)?;
             match key >> 3 {
                 t if t == TABLE_TAG as u64 => {
-                    let s = Str::shared(&self.buf, pos, stop)
-                        .ok_or_else(|| self.err(at, "string is not UTF-8"))?;
+                    let s = self.text(at, pos, stop)?;
                     self.table.push(s);
                 }
                 t if t == TABLE_ZSTD_TAG as u64 => self.zstd_table(pos, stop)?,
@@ -475,15 +501,14 @@ impl<'a> Decoder<'a> {
             }
             _ => return Err(self.err(start, "string table is not a sized zstd frame")),
         };
-        let raw = zstd::bulk::decompress(z, size)
+        let buf = zstd::bulk::decompress(z, size)
             .ok()
             .filter(|r| r.len() == size)
             .ok_or_else(|| self.err(start, "string table does not decompress"))?;
-        let buf = Arc::new(raw);
         let mut pos = 0;
-        let mut entries = Vec::new();
         // Errors inside the table are reported at the table's offset in the input.
         let bad = |m: &str| self.err(start, format!("compressed string table: {m}"));
+        let mut entries = Vec::new();
         while pos < buf.len() {
             let key = read_varint(&buf, &mut pos).map_err(bad)?;
             let len = read_varint(&buf, &mut pos).map_err(bad)?;
@@ -491,15 +516,19 @@ impl<'a> Decoder<'a> {
                 return Err(bad("not a StringTable message"));
             }
             let stop = pos + len as usize;
-            entries.push(Str::shared(&buf, pos, stop).ok_or_else(|| bad("entry is not UTF-8"))?);
+            entries
+                .push(std::str::from_utf8(&buf[pos..stop]).map_err(|_| bad("entry is not UTF-8"))?);
             pos = stop;
         }
-        self.table.extend(entries);
+        for e in entries {
+            let s = self.bld.str(e)?;
+            self.table.push(s);
+        }
         Ok(())
     }
 
     /// A `Resource` wrapper message spanning `start..end`: exactly one resource field.
-    fn resource(&mut self, start: usize, end: usize) -> Result<Node, Error> {
+    fn resource(&mut self, start: usize, end: usize) -> Result<NodeId, Error> {
         let mut pos = start;
         let key = self.varint(&mut pos, end)?;
         let (tag, wire) = ((key >> 3) as usize, (key & 7) as u32);
@@ -517,56 +546,31 @@ impl<'a> Decoder<'a> {
         Ok(node)
     }
 
-    /// A string field's value, as a slice of the shared copy of the input.
-    fn string(&self, pos: &mut usize, end: usize) -> Result<Str, Error> {
+    /// A string field's value: a string of the input, or a reference to the table.
+    #[inline]
+    fn string(&mut self, pos: &mut usize, end: usize) -> Result<Span, Error> {
         let at = *pos;
         let stop = self.delimited(pos, end)?;
-        let b = &self.input[*pos..stop];
-        let s = if b.first() == Some(&0) {
+        let start = *pos;
+        *pos = stop;
+        if self.input.get(start) == Some(&0) {
             // A reference: U+0000 and a table index in decimal.
-            let i = std::str::from_utf8(&b[1..])
+            let i = std::str::from_utf8(&self.input[start + 1..stop])
                 .ok()
                 .filter(|d| d.bytes().all(|c| c.is_ascii_digit()))
                 .and_then(|d| d.parse::<usize>().ok());
-            i.and_then(|i| self.table.get(i).cloned())
-                .ok_or_else(|| self.err(at, "string reference to no table entry"))?
-        } else {
-            Str::shared(&self.buf, *pos, stop).ok_or_else(|| self.err(at, "string is not UTF-8"))?
-        };
-        *pos = stop;
-        Ok(s)
-    }
-
-    /// An upper bound of the number of fields of a message (runs of one field number), so that its field
-    /// vector is allocated once. Malformed input stops the count early; decoding then reports it.
-    fn count_fields(&self, start: usize, end: usize) -> usize {
-        let (mut pos, mut n, mut last) = (start, 0, u64::MAX);
-        while pos < end {
-            let Ok(key) = self.varint(&mut pos, end) else {
-                break;
-            };
-            if key >> 3 != last {
-                n += 1;
-                last = key >> 3;
-            }
-            let skipped = match (key & 7) as u32 {
-                VARINT => self.varint(&mut pos, end).map(|_| ()),
-                LEN => self.delimited(&mut pos, end).map(|stop| pos = stop),
-                _ => break,
-            };
-            if skipped.is_err() {
-                break;
-            }
+            return i
+                .and_then(|i| self.table.get(i).copied())
+                .ok_or_else(|| self.err(at, "string reference to no table entry"));
         }
-        n
+        self.text(at, start, stop)
     }
 
-    fn message(&mut self, ty: TypeId, start: usize, end: usize) -> Result<Node, Error> {
+    fn message(&mut self, ty: TypeId, start: usize, end: usize) -> Result<NodeId, Error> {
         self.enter(start)?;
         let def = ty.def();
-        let mut node = Node::new(ty);
-        node.fields.reserve_exact(self.count_fields(start, end));
-        let mut pending: Vec<Pending> = Vec::new();
+        let m = self.bld.open(ty);
+        let pending = self.pending.len();
         let mut pos = start;
         while pos < end {
             let at = pos;
@@ -585,84 +589,102 @@ impl<'a> Decoder<'a> {
                     return Err(self.err(at, "wrong wire type"));
                 }
                 let stop = self.delimited(&mut pos, end)?;
-                let item = self.extra(pos, stop)?;
+                let (extra, no_value) = self.extra(pos, stop)?;
                 pos = stop;
-                match pending.iter_mut().find(|p| p.0 == elem) {
-                    Some(p) => p.2.push(item),
-                    None => pending.push((elem, alt, vec![item])),
-                }
+                self.pending.push((elem, alt, extra, no_value));
                 continue;
             }
-            let field = node.field_mut(elem, alt).map_err(|m| self.err(at, m))?;
-            if !ed.many && !field.values.is_empty() {
+            let fi = self
+                .bld
+                .field(&m, elem, alt)
+                .map_err(|msg| self.err(at, msg))?;
+            if !ed.many && self.bld.count(fi) != 0 {
                 return Err(self.err(at, "repeated field that allows one value"));
             }
             match kind {
-                Kind::Primitive(pk) => {
-                    let mut push = |v: PrimValue| {
-                        field.values.push(Value::Prim(Prim {
-                            value: Some(v),
-                            extra: None,
-                        }))
-                    };
-                    match (pk, wire) {
-                        (PrimKind::Boolean | PrimKind::Integer, VARINT) => {
-                            let v = self.varint(&mut pos, end)?;
-                            push(scalar(pk, v));
-                        }
-                        (PrimKind::Boolean | PrimKind::Integer, LEN) => {
-                            // Packed repeated scalars, as other protobuf encoders write them.
-                            let stop = self.delimited(&mut pos, end)?;
-                            while pos < stop {
-                                let v = self.varint(&mut pos, stop)?;
-                                push(scalar(pk, v));
-                            }
-                        }
-                        (PrimKind::Boolean | PrimKind::Integer, _) => {
-                            return Err(self.err(at, "wrong wire type"));
-                        }
-                        (_, LEN) => {
-                            let s = self.string(&mut pos, end)?;
-                            push(PrimValue::Str(s));
-                        }
-                        _ => return Err(self.err(at, "wrong wire type")),
+                Kind::Primitive(pk) => match (pk, wire) {
+                    (PrimKind::Boolean | PrimKind::Integer, VARINT) => {
+                        let v = self.varint(&mut pos, end)?;
+                        self.bld.push(fi, prim(scalar(pk, v)));
                     }
-                }
+                    (PrimKind::Boolean | PrimKind::Integer, LEN) => {
+                        // Packed repeated scalars, as other protobuf encoders write them.
+                        let stop = self.delimited(&mut pos, end)?;
+                        while pos < stop {
+                            let v = self.varint(&mut pos, stop)?;
+                            self.bld.push(fi, prim(scalar(pk, v)));
+                        }
+                        if !ed.many && self.bld.count(fi) > 1 {
+                            return Err(self.err(at, "repeated field that allows one value"));
+                        }
+                    }
+                    (PrimKind::Boolean | PrimKind::Integer, _) => {
+                        return Err(self.err(at, "wrong wire type"));
+                    }
+                    (_, LEN) => {
+                        let s = self.string(&mut pos, end)?;
+                        self.bld.push(fi, prim(PrimValue::Str(s)));
+                    }
+                    _ => return Err(self.err(at, "wrong wire type")),
+                },
                 _ if wire != LEN => return Err(self.err(at, "wrong wire type")),
                 Kind::AnyResource => {
                     let stop = self.delimited(&mut pos, end)?;
                     let r = self.resource(pos, stop)?;
                     pos = stop;
-                    node.field_mut(elem, alt)
-                        .map_err(|m| self.err(at, m))?
-                        .values
-                        .push(Value::Node(r));
+                    self.bld.push(fi, Value::Node(r));
                 }
                 _ => {
                     let stop = self.delimited(&mut pos, end)?;
                     let n = self.message(ety, pos, stop)?;
                     pos = stop;
-                    node.field_mut(elem, alt)
-                        .map_err(|m| self.err(at, m))?
-                        .values
-                        .push(Value::Node(n));
+                    // The child added fields of its own only above this node's: `fi` still holds.
+                    self.bld.push(fi, Value::Node(n));
                 }
             }
         }
-        for (elem, alt, items) in pending {
-            let many = def.elements[elem as usize].many;
-            let field = node.field_mut(elem, alt).map_err(|m| self.err(end, m))?;
-            let mut values = std::mem::take(&mut field.values).into_iter();
-            let mut merged = Values::with_capacity(items.len());
-            if !many && items.len() != 1 {
+        if self.pending.len() > pending {
+            self.merge_companions(&m, pending, end)?;
+        }
+        self.depth -= 1;
+        Ok(self.bld.close(m))
+    }
+
+    /// Joins the companions of the open node `m` (`pending[from..]`) with the values of their fields: a
+    /// repeating field has one companion per item, in order, including items without a value.
+    #[inline(never)]
+    fn merge_companions(&mut self, m: &Mark, from: usize, end: usize) -> Result<(), Error> {
+        let mut items: Vec<_> = self.pending.drain(from..).collect();
+        // Stable: each field's companions keep their order.
+        items.sort_by_key(|p| p.0);
+        for group in items.chunk_by(|a, b| a.0 == b.0) {
+            let (elem, alt) = (group[0].0, group[0].1);
+            let many = m.ty().def().elements[elem as usize].many;
+            let fi = self
+                .bld
+                .field(m, elem, alt)
+                .map_err(|msg| self.err(end, msg))?;
+            let (elems, values) = self.bld.open_values(m);
+            let values: Vec<Option<PrimValue>> = elems
+                .iter()
+                .zip(values)
+                .filter(|(e, _)| **e == elem)
+                .map(|(_, v)| match v {
+                    Value::Prim(p) => p.value,
+                    Value::Node(_) => None,
+                })
+                .collect();
+            if !many && group.len() != 1 {
                 return Err(self.err(end, "more than one companion for a single primitive"));
             }
-            for (extra, no_value) in items {
+            let mut values = values.into_iter();
+            let mut merged = Vec::with_capacity(group.len());
+            for &(_, _, extra, no_value) in group {
                 let value = if no_value || (!many && values.len() == 0) {
                     None
                 } else {
                     match values.next() {
-                        Some(Value::Prim(p)) => p.value,
+                        Some(v @ Some(_)) => v,
                         _ => return Err(self.err(end, "more companions than values")),
                     }
                 };
@@ -671,26 +693,27 @@ impl<'a> Decoder<'a> {
             if values.next().is_some() {
                 return Err(self.err(end, "fewer companions than values"));
             }
-            field.values = merged;
+            self.bld.replace(m, fi, merged);
         }
-        self.depth -= 1;
-        Ok(node)
+        Ok(())
     }
 
-    /// A `PrimitiveElement` message.
-    fn extra(&mut self, start: usize, end: usize) -> Result<(Option<Box<PrimExtra>>, bool), Error> {
+    /// A `PrimitiveElement` message: (id and extensions, item has no value).
+    fn extra(&mut self, start: usize, end: usize) -> Result<(ExtraId, bool), Error> {
         self.enter(start)?;
-        let mut x = PrimExtra::default();
+        let exts = self.bld.open_exts();
+        let mut id = None;
         let mut no_value = false;
         let mut pos = start;
         while pos < end {
             let at = pos;
             let key = self.varint(&mut pos, end)?;
             match key {
-                0x0a => x.id = Some(Box::from(&*self.string(&mut pos, end)?)),
+                0x0a => id = Some(self.string(&mut pos, end)?),
                 0x12 => {
                     let stop = self.delimited(&mut pos, end)?;
-                    x.extension.push(self.message(EXTENSION, pos, stop)?);
+                    let ext = self.message(EXTENSION, pos, stop)?;
+                    self.bld.push_ext(ext);
                     pos = stop;
                 }
                 0x18 => no_value = self.varint(&mut pos, end)? != 0,
@@ -703,9 +726,15 @@ impl<'a> Decoder<'a> {
             }
         }
         self.depth -= 1;
-        let extra = (x.id.is_some() || !x.extension.is_empty()).then(|| Box::new(x));
-        Ok((extra, no_value))
+        Ok((self.bld.close_exts(exts, id), no_value))
     }
+}
+
+fn prim(v: PrimValue) -> Value {
+    Value::Prim(Prim {
+        value: Some(v),
+        extra: NO_EXTRA,
+    })
 }
 
 /// Reads a varint from `b` at `pos` (advanced past it).

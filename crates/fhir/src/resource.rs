@@ -1,16 +1,42 @@
 //! [`Resource`]: the public face of the element tree.
 
 use crate::error::{Error, Format};
-use crate::model::{Node, Value};
+use crate::model::{NodeId, PrimValue, Tree, Value};
 use crate::options::ReadOptions;
 use std::io::Read;
+use std::sync::Arc;
 
 /// A FHIR R4 resource, read from and written to JSON, XML or the binary encoding without loss.
 ///
-/// Equality is structural: two resources are equal when every format writes them identically.
-#[derive(Clone, Debug, PartialEq)]
+/// Equality is structural: two resources are equal when every format writes them identically. Cloning is
+/// cheap (the tree is shared), and so is taking a Bundle's entries apart: an entry shares the Bundle's tree,
+/// which stays in memory as long as any of them does.
+#[derive(Clone)]
 pub struct Resource {
-    pub(crate) node: Node,
+    pub(crate) tree: Arc<Tree>,
+    pub(crate) node: NodeId,
+}
+
+impl PartialEq for Resource {
+    fn eq(&self, other: &Resource) -> bool {
+        self.tree.same(self.node, &other.tree, other.node)
+    }
+}
+
+impl std::fmt::Debug for Resource {
+    /// Compact JSON, which shows every part of the tree.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Resource({})", String::from_utf8_lossy(&self.to_json()))
+    }
+}
+
+impl Resource {
+    fn new((tree, node): (Tree, NodeId)) -> Resource {
+        Resource {
+            tree: Arc::new(tree),
+            node,
+        }
+    }
 }
 
 impl Resource {
@@ -21,7 +47,7 @@ impl Resource {
 
     /// Reads FHIR JSON with options (lenient mode keeps unknown properties).
     pub fn from_json_with(input: &[u8], opts: &ReadOptions) -> Result<Resource, Error> {
-        crate::json::parse(input, opts).map(|node| Resource { node })
+        crate::json::parse(input, opts).map(Resource::new)
     }
 
     /// Reads FHIR XML. DTDs are rejected; entities other than XML's five and character references are errors.
@@ -31,7 +57,7 @@ impl Resource {
 
     /// Reads FHIR XML with options.
     pub fn from_xml_with(input: &[u8], opts: &ReadOptions) -> Result<Resource, Error> {
-        crate::xml::parse(input, opts).map(|node| Resource { node })
+        crate::xml::parse(input, opts).map(Resource::new)
     }
 
     /// Reads the binary (protobuf) encoding.
@@ -41,7 +67,7 @@ impl Resource {
 
     /// Reads the binary (protobuf) encoding with options.
     pub fn from_protobuf_with(input: &[u8], opts: &ReadOptions) -> Result<Resource, Error> {
-        crate::protobuf::decode(input, opts).map(|node| Resource { node })
+        crate::protobuf::decode(input, opts).map(Resource::new)
     }
 
     /// Reads any format (detected with [`detect_format`](crate::detect_format)).
@@ -62,25 +88,25 @@ impl Resource {
     /// Compact FHIR JSON.
     pub fn to_json(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        crate::json::write(&self.node, false, &mut out);
+        crate::json::write(&self.tree, self.node, false, &mut out);
         out
     }
 
     /// Pretty FHIR JSON, laid out like the official examples (2-space indent).
     pub fn to_json_pretty(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        crate::json::write(&self.node, true, &mut out);
+        crate::json::write(&self.tree, self.node, true, &mut out);
         out
     }
 
     /// FHIR XML (`pretty`: one element per line, 2-space indent).
     pub fn to_xml(&self, pretty: bool) -> Result<Vec<u8>, Error> {
-        crate::xml::write(&self.node, pretty)
+        crate::xml::write(&self.tree, self.node, pretty)
     }
 
     /// The binary (protobuf) encoding: a `thoth.fhir.r4.Resource` message.
     pub fn to_protobuf(&self) -> Result<Vec<u8>, Error> {
-        crate::protobuf::encode(&self.node)
+        crate::protobuf::encode(&self.tree, self.node)
     }
 
     /// Writes in `format`.
@@ -95,7 +121,7 @@ impl Resource {
 
     /// The resource type (`"Patient"`).
     pub fn resource_type(&self) -> &'static str {
-        self.node.ty.def().name
+        self.tree.node(self.node).ty.def().name
     }
 
     /// The logical id, if any.
@@ -105,38 +131,46 @@ impl Resource {
 
     /// The value of a top-level primitive element as text (`"birthDate"`, `"status"`); decimals lexically.
     pub fn primitive(&self, name: &str) -> Option<&str> {
-        let (elem, alt) = self.node.ty.def().find(name)?;
-        let f = self
-            .node
-            .fields
+        let t = &*self.tree;
+        let node = t.node(self.node);
+        let (elem, alt) = node.ty.def().find(name)?;
+        let f = t
+            .fields(node)
             .iter()
             .find(|f| f.elem == elem && f.alt == alt)?;
-        match f.values.first()? {
-            Value::Prim(p) => match p.value.as_ref()? {
-                crate::model::PrimValue::Str(s) => Some(s),
+        match t.values(f).first()? {
+            Value::Prim(p) => match p.value? {
+                PrimValue::Str(s) => Some(t.str(s)),
                 _ => None,
             },
             Value::Node(_) => None,
         }
     }
 
-    /// For a Bundle: its entries' resources, in order (empty for other resource types).
+    /// For a Bundle: its entries' resources, in order (empty for other resource types). They share the
+    /// Bundle's tree: nothing is copied.
     pub fn bundle_entries(&self) -> Vec<Resource> {
+        let t = &*self.tree;
+        let node = t.node(self.node);
         let mut out = Vec::new();
-        if self.node.ty != crate::schema::BUNDLE {
+        if node.ty != crate::schema::BUNDLE {
             return out;
         }
-        for f in &self.node.fields {
-            if self.node.elem_def(f).name != "entry" {
+        for f in t.fields(node) {
+            if node.elem_def(f).name != "entry" {
                 continue;
             }
-            for entry in &f.values {
+            for entry in t.values(f) {
                 let Value::Node(entry) = entry else { continue };
-                for ef in &entry.fields {
+                let entry = t.node(*entry);
+                for ef in t.fields(entry) {
                     if entry.elem_def(ef).name == "resource" {
-                        for r in &ef.values {
+                        for r in t.values(ef) {
                             if let Value::Node(n) = r {
-                                out.push(Resource { node: n.clone() });
+                                out.push(Resource {
+                                    tree: Arc::clone(&self.tree),
+                                    node: *n,
+                                });
                             }
                         }
                     }

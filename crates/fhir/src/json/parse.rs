@@ -4,14 +4,20 @@
 //! numbers keep their lexical form; `resourceType` may appear anywhere in a resource's object.
 
 use crate::error::{Error, Format, Location};
-use crate::model::{Field, Node, Prim, PrimExtra, PrimValue, UNKNOWN_ELEM, Value};
+use crate::model::{
+    Builder, Mark, NO_EXTRA, NodeId, Prim, PrimValue, Span, Tree, UNKNOWN_ELEM, Value,
+};
 use crate::options::ReadOptions;
 use crate::path::PathStack;
 use crate::schema::{EXTENSION, Kind, PrimKind, TypeId, resource_type};
-use crate::text::Str;
 
-/// Parses one resource from JSON text.
-pub(crate) fn parse(input: &[u8], opts: &ReadOptions) -> Result<Node, Error> {
+/// Input bytes per node and per field of the tree, a little less than in compact JSON of the Synthea
+/// bundle (73 and 28) and Patient (80 and 30): sizes the tree's arrays up front.
+const PER_NODE: usize = 64;
+const PER_FIELD: usize = 24;
+
+/// Parses one resource from JSON text: the tree and its root.
+pub(crate) fn parse(input: &[u8], opts: &ReadOptions) -> Result<(Tree, NodeId), Error> {
     let text = match std::str::from_utf8(input) {
         Ok(t) => t,
         Err(e) => {
@@ -30,18 +36,19 @@ pub(crate) fn parse(input: &[u8], opts: &ReadOptions) -> Result<Node, Error> {
         depth: 0,
         opts,
         path: PathStack::default(),
+        bld: Builder::new(input.len(), PER_NODE, PER_FIELD)?,
     };
     p.ws();
     if p.b[p.pos..].starts_with("\u{feff}".as_bytes()) {
         p.pos += 3;
         p.ws();
     }
-    let node = p.resource()?;
+    let root = p.resource()?;
     p.ws();
     if p.pos != p.b.len() {
         return Err(p.err("unexpected data after the resource"));
     }
-    Ok(node)
+    Ok((p.bld.finish(Format::Json)?, root))
 }
 
 struct Parser<'a> {
@@ -51,6 +58,7 @@ struct Parser<'a> {
     depth: usize,
     opts: &'a ReadOptions,
     path: PathStack,
+    bld: Builder,
 }
 
 /// A property value shape, for error messages.
@@ -348,7 +356,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Reads a resource object: finds `resourceType` (anywhere in the object), then reads the properties.
-    fn resource(&mut self) -> Result<Node, Error> {
+    fn resource(&mut self) -> Result<NodeId, Error> {
         self.ws();
         if self.peek() != Some(b'{') {
             return Err(self.err(format!(
@@ -369,7 +377,7 @@ impl<'a> Parser<'a> {
         node
     }
 
-    fn find_resource_type(&mut self) -> Result<(String, usize), Error> {
+    fn find_resource_type(&mut self) -> Result<(std::borrow::Cow<'a, str>, usize), Error> {
         let depth = self.depth;
         self.enter()?;
         self.pos += 1;
@@ -383,7 +391,7 @@ impl<'a> Parser<'a> {
             self.ws();
             if key == "resourceType" {
                 let at = self.pos;
-                let v = self.string()?.into_owned();
+                let v = self.string()?;
                 self.depth = depth;
                 return Ok((v, at));
             }
@@ -402,17 +410,23 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Adds a string to the tree.
+    #[inline]
+    fn span(&mut self, s: &str) -> Result<Span, Error> {
+        self.bld.str(s)
+    }
+
     /// Reads an object of type `ty`; the cursor is at `{`.
-    fn object(&mut self, ty: TypeId, is_resource: bool) -> Result<Node, Error> {
+    fn object(&mut self, ty: TypeId, is_resource: bool) -> Result<NodeId, Error> {
         self.enter()?;
         let def = ty.def();
-        let mut node = Node::new(ty);
+        let m = self.bld.open(ty);
         self.pos += 1;
         self.ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
             self.depth -= 1;
-            return Ok(node);
+            return Ok(self.bld.close(m));
         }
         loop {
             self.ws();
@@ -434,14 +448,15 @@ impl<'a> Parser<'a> {
                         if companion && !ety.extensible_prim() {
                             return Err(self.err_at(key_pos, "unknown property", Some(&key)));
                         }
-                        let field = node
-                            .field_mut(elem, alt)
-                            .map_err(|m| self.err_at(key_pos, m, Some(&key)))?;
+                        let fi = self
+                            .bld
+                            .field(&m, elem, alt)
+                            .map_err(|msg| self.err_at(key_pos, msg, Some(&key)))?;
                         self.path.push(ty, elem, alt, None);
                         let r = if companion {
-                            self.companion(field, ed.many)
+                            self.companion(&m, fi, ed.many)
                         } else {
-                            self.values(field, ed.many, ety)
+                            self.values(&m, fi, ed.many, ety)
                         };
                         self.path.pop();
                         r.map_err(|e| match e {
@@ -452,11 +467,15 @@ impl<'a> Parser<'a> {
                         })?;
                     }
                     None if self.opts.lenient => {
-                        let key = key.into_owned();
+                        let k = self.span(&key)?;
                         let raw = self.skip_value()?;
-                        let f = node.field_mut(UNKNOWN_ELEM, 0).map_err(|m| self.err(m))?;
-                        f.values.push(prim_str(key.into()));
-                        f.values.push(prim_str(raw.into()));
+                        let raw = self.span(raw)?;
+                        let fi = self
+                            .bld
+                            .field(&m, UNKNOWN_ELEM, 0)
+                            .map_err(|msg| self.err(msg))?;
+                        self.bld.push(fi, prim_str(k));
+                        self.bld.push(fi, prim_str(raw));
                     }
                     None => return Err(self.err_at(key_pos, "unknown property", Some(&key))),
                 }
@@ -466,58 +485,66 @@ impl<'a> Parser<'a> {
             }
         }
         self.depth -= 1;
-        self.check_prims(&node)?;
-        Ok(node)
+        self.check_prims(&m)?;
+        Ok(self.bld.close(m))
     }
 
     /// After an object: every primitive item must have a value or an id/extension.
-    fn check_prims(&self, node: &Node) -> Result<(), Error> {
-        for f in &node.fields {
-            for (i, v) in f.values.iter().enumerate() {
-                if let Value::Prim(Prim {
+    fn check_prims(&self, m: &Mark) -> Result<(), Error> {
+        let (elems, values) = self.bld.open_values(m);
+        let empty = |v: &Value| {
+            matches!(
+                v,
+                Value::Prim(Prim {
                     value: None,
-                    extra: None,
-                }) = v
-                {
-                    let ed = node.elem_def(f);
-                    let name = crate::schema::prop_name(ed, f.alt);
-                    let prop = if ed.many {
-                        format!("{name}[{i}]")
-                    } else {
-                        name.into_owned()
-                    };
-                    return Err(self.err_at(
-                        self.pos,
-                        "null without an id or extension",
-                        Some(&prop),
-                    ));
-                }
-            }
-        }
-        Ok(())
+                    extra: NO_EXTRA
+                })
+            )
+        };
+        let Some(at) = values.iter().position(empty) else {
+            return Ok(());
+        };
+        let elem = elems[at];
+        let i = elems[..at].iter().filter(|e| **e == elem).count();
+        let ed = &m.ty().def().elements[elem as usize];
+        let alt = self.bld.alt_of(m, elem);
+        let name = crate::schema::prop_name(ed, alt);
+        let prop = if ed.many {
+            format!("{name}[{i}]")
+        } else {
+            name.into_owned()
+        };
+        Err(self.err_at(self.pos, "null without an id or extension", Some(&prop)))
     }
 
-    /// Reads the value(s) of a property into `field`.
-    fn values(&mut self, field: &mut Field, many: bool, ty: TypeId) -> Result<(), Error> {
+    /// Reads the value(s) of a property into field `fi` of the open node `m`.
+    fn values(&mut self, m: &Mark, fi: usize, many: bool, ty: TypeId) -> Result<(), Error> {
         if !many {
             if ty.extensible_prim() {
                 let v = self.prim_value(ty)?;
-                return set_prim_value(field, 0, Some(v));
+                let slots = self.bld.slots(m, fi);
+                return self.set_value(fi, &slots, 0, Some(v));
             }
-            if !field.values.is_empty() {
+            if self.bld.count(fi) != 0 {
                 return Err(self.err(DUPLICATE));
             }
             let v = self.one_value(ty)?;
-            field.values.push(v);
+            self.bld.push(fi, v);
             return Ok(());
         }
         if self.peek() != Some(b'[') {
             return Err(self.err(format!("expected an array, found {}", what(self.peek()))));
         }
         let prim = ty.extensible_prim();
-        if !prim && !field.values.is_empty() {
+        if !prim && self.bld.count(fi) != 0 {
             return Err(self.err(DUPLICATE));
         }
+        // Items already there came from the `_name` companion (empty, without allocating, otherwise).
+        let slots = if prim {
+            self.bld.slots(m, fi)
+        } else {
+            Vec::new()
+        };
         // An array of element values is not a level of its own: its objects are (as XML elements and
         // binary messages are), and arrays cannot nest directly in FHIR JSON, so recursion stays bounded.
         self.pos += 1;
@@ -535,10 +562,10 @@ impl<'a> Parser<'a> {
                 } else {
                     Some(self.prim_value(ty)?)
                 };
-                set_prim_value(field, i as usize, v).map_err(|_| self.err(DUPLICATE))?;
+                self.set_value(fi, &slots, i as usize, v)?;
             } else {
                 let v = self.one_value(ty)?;
-                field.values.push(v);
+                self.bld.push(fi, v);
             }
             i += 1;
             if !self.next_item(b']')? {
@@ -548,10 +575,47 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
+    /// Sets the value of item `i` of a primitive field (which its companion may have created).
+    fn set_value(
+        &mut self,
+        fi: usize,
+        slots: &[usize],
+        i: usize,
+        v: Option<PrimValue>,
+    ) -> Result<(), Error> {
+        match self.bld.prim_item(fi, slots, i) {
+            Some(p) if p.value.is_none() => {
+                p.value = v;
+                Ok(())
+            }
+            _ => Err(self.err(DUPLICATE)),
+        }
+    }
+
+    /// Sets the id/extensions of item `i` of a primitive field (which its value may have created).
+    fn set_extra(
+        &mut self,
+        fi: usize,
+        slots: &[usize],
+        i: usize,
+        extra: crate::model::ExtraId,
+    ) -> Result<(), Error> {
+        match self.bld.prim_item(fi, slots, i) {
+            Some(p) if p.extra == NO_EXTRA => {
+                p.extra = extra;
+                Ok(())
+            }
+            _ => Err(self.err(DUPLICATE)),
+        }
+    }
+
     /// One non-null value of a non-extensible type (complex, backbone, resource, xhtml, plain string).
     fn one_value(&mut self, ty: TypeId) -> Result<Value, Error> {
         match ty.def().kind {
-            Kind::Primitive(_) => Ok(prim_str(self.string()?.into())),
+            Kind::Primitive(_) => {
+                let s = self.string()?;
+                Ok(prim_str(self.span(&s)?))
+            }
             Kind::AnyResource => Ok(Value::Node(self.resource()?)),
             _ => {
                 if self.peek() != Some(b'{') {
@@ -587,7 +651,7 @@ impl<'a> Parser<'a> {
                     parse_int(lex)
                         .ok_or_else(|| self.err_at(start, format!("invalid integer {lex}"), None))?
                 } else {
-                    PrimValue::Str(Str::from(lex))
+                    PrimValue::Str(self.span(lex)?)
                 }
             }
             _ => {
@@ -595,17 +659,19 @@ impl<'a> Parser<'a> {
                 if s.is_empty() {
                     return Err(self.err("empty string (absent values are omitted, not empty)"));
                 }
-                PrimValue::Str(Str::from(s))
+                PrimValue::Str(self.span(&s)?)
             }
         };
         Ok(v)
     }
 
     /// Reads `_name`: the id and extensions of a primitive (or an array of them, `null` for none).
-    fn companion(&mut self, field: &mut Field, many: bool) -> Result<(), Error> {
+    fn companion(&mut self, m: &Mark, fi: usize, many: bool) -> Result<(), Error> {
+        // Items already there came from the value property (empty, without allocating, otherwise).
+        let slots = self.bld.slots(m, fi);
         if !many {
             let extra = self.extra()?;
-            return set_prim_extra(field, 0, extra).map_err(|_| self.err(DUPLICATE));
+            return self.set_extra(fi, &slots, 0, extra);
         }
         if self.peek() != Some(b'[') {
             return Err(self.err(format!("expected an array, found {}", what(self.peek()))));
@@ -616,12 +682,12 @@ impl<'a> Parser<'a> {
         loop {
             self.ws();
             self.path.set_index(i);
-            if !self.literal("null") {
-                let extra = self.extra()?;
-                set_prim_extra(field, i as usize, extra).map_err(|_| self.err(DUPLICATE))?;
-            } else if field.values.len() <= i as usize {
-                field.values.push(Value::Prim(Prim::default()));
-            }
+            let extra = if self.literal("null") {
+                NO_EXTRA
+            } else {
+                self.extra()?
+            };
+            self.set_extra(fi, &slots, i as usize, extra)?;
             i += 1;
             if !self.next_item(b']')? {
                 break;
@@ -630,18 +696,20 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn extra(&mut self) -> Result<PrimExtra, Error> {
+    /// Reads a primitive's `{"id": …, "extension": […]}` object ([`NO_EXTRA`] when empty).
+    fn extra(&mut self) -> Result<crate::model::ExtraId, Error> {
         if self.peek() != Some(b'{') {
             return Err(self.err(format!("expected an object, found {}", what(self.peek()))));
         }
         self.enter()?;
         self.pos += 1;
-        let mut extra = PrimExtra::default();
+        let exts = self.bld.open_exts();
+        let (mut id, mut any_ext) = (None, false);
         self.ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
             self.depth -= 1;
-            return Ok(extra);
+            return Ok(self.bld.close_exts(exts, None));
         }
         loop {
             self.ws();
@@ -650,8 +718,12 @@ impl<'a> Parser<'a> {
             self.expect(b':')?;
             self.ws();
             match &*key {
-                "id" if extra.id.is_none() => extra.id = Some(self.string()?.into()),
-                "extension" if extra.extension.is_empty() => {
+                "id" if id.is_none() => {
+                    let s = self.string()?;
+                    id = Some(self.span(&s)?);
+                }
+                "extension" if !any_ext => {
+                    any_ext = true;
                     if self.peek() != Some(b'[') {
                         return Err(
                             self.err(format!("expected an array, found {}", what(self.peek())))
@@ -664,7 +736,8 @@ impl<'a> Parser<'a> {
                             return Err(self
                                 .err(format!("expected an object, found {}", what(self.peek()))));
                         }
-                        extra.extension.push(self.object(EXTENSION, false)?);
+                        let ext = self.object(EXTENSION, false)?;
+                        self.bld.push_ext(ext);
                         if !self.next_item(b']')? {
                             break;
                         }
@@ -686,16 +759,16 @@ impl<'a> Parser<'a> {
             }
         }
         self.depth -= 1;
-        Ok(extra)
+        Ok(self.bld.close_exts(exts, id))
     }
 }
 
 const DUPLICATE: &str = "duplicate property";
 
-pub(crate) fn prim_str(s: Str) -> Value {
+pub(crate) fn prim_str(s: Span) -> Value {
     Value::Prim(Prim {
         value: Some(PrimValue::Str(s)),
-        extra: None,
+        extra: NO_EXTRA,
     })
 }
 
@@ -708,43 +781,4 @@ pub(crate) fn parse_int(lex: &str) -> Option<PrimValue> {
         !lex.starts_with('+') && (lex == "0" || !lex.starts_with('0'))
     };
     canonical.then_some(PrimValue::Int(v))
-}
-
-fn prim_at(field: &mut Field, i: usize) -> &mut Prim {
-    while field.values.len() <= i {
-        field.values.push(Value::Prim(Prim::default()));
-    }
-    match &mut field.values[i] {
-        Value::Prim(p) => p,
-        Value::Node(_) => unreachable!("primitive fields hold only primitives"),
-    }
-}
-
-fn set_prim_value(field: &mut Field, i: usize, v: Option<PrimValue>) -> Result<(), Error> {
-    let p = prim_at(field, i);
-    if p.value.is_some() {
-        return Err(dup());
-    }
-    p.value = v;
-    Ok(())
-}
-
-fn set_prim_extra(field: &mut Field, i: usize, extra: PrimExtra) -> Result<(), Error> {
-    let p = prim_at(field, i);
-    if p.extra.is_some() {
-        return Err(dup());
-    }
-    if extra.id.is_some() || !extra.extension.is_empty() {
-        p.extra = Some(Box::new(extra));
-    }
-    Ok(())
-}
-
-fn dup() -> Error {
-    Error::Invalid {
-        format: Format::Json,
-        location: Location::default(),
-        path: String::new(),
-        message: DUPLICATE.into(),
-    }
 }

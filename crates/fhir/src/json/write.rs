@@ -1,25 +1,27 @@
 //! FHIR JSON writer: compact, or pretty in the layout of the official examples (2-space indent, `"k": v`).
 
-use crate::model::{Node, Prim, PrimValue, UNKNOWN_ELEM, Value};
+use crate::model::{NO_EXTRA, NodeId, Prim, PrimValue, Tree, UNKNOWN_ELEM, Value};
 use crate::schema::{Kind, PrimKind, prop_name};
 
-/// Writes a resource node as JSON.
-pub(crate) fn write(node: &Node, pretty: bool, out: &mut Vec<u8>) {
+/// Writes node `root` of a tree (a resource) as JSON.
+pub(crate) fn write(t: &Tree, root: NodeId, pretty: bool, out: &mut Vec<u8>) {
     let mut w = Writer {
+        t,
         out,
         pretty,
         indent: 0,
     };
-    w.node(node);
+    w.node(root);
 }
 
 struct Writer<'a> {
+    t: &'a Tree,
     out: &'a mut Vec<u8>,
     pretty: bool,
     indent: usize,
 }
 
-impl Writer<'_> {
+impl<'a> Writer<'a> {
     #[inline]
     fn newline(&mut self) {
         if self.pretty {
@@ -55,7 +57,9 @@ impl Writer<'_> {
         self.out.push(c);
     }
 
-    fn node(&mut self, node: &Node) {
+    fn node(&mut self, id: NodeId) {
+        let t = self.t;
+        let node = t.node(id);
         let def = node.ty.def();
         self.open(b'{');
         let mut first = true;
@@ -63,13 +67,17 @@ impl Writer<'_> {
             self.key(&mut first, "resourceType", false);
             string(self.out, def.name);
         }
-        for f in &node.fields {
+        for f in t.fields(node) {
+            let values = t.values(f);
             if f.elem == UNKNOWN_ELEM {
-                for pair in f.values.chunks(2) {
+                for pair in values.chunks(2) {
                     if let [Value::Prim(k), Value::Prim(v)] = pair {
-                        self.key(&mut first, &k.text().unwrap_or_default(), false);
-                        self.out
-                            .extend_from_slice(v.text().unwrap_or_default().as_bytes());
+                        let (Some(PrimValue::Str(k)), Some(PrimValue::Str(v))) = (k.value, v.value)
+                        else {
+                            continue;
+                        };
+                        self.key(&mut first, t.str(k), false);
+                        self.out.extend_from_slice(t.str(v).as_bytes());
                     }
                 }
                 continue;
@@ -79,38 +87,33 @@ impl Writer<'_> {
             let name = prop_name(ed, f.alt);
             if ty.extensible_prim() {
                 let kind = ty.prim().unwrap_or(PrimKind::String);
-                let prims = f.values.iter().filter_map(|v| match v {
+                let prims = values.iter().filter_map(|v| match v {
                     Value::Prim(p) => Some(p),
                     Value::Node(_) => None,
                 });
-                let has_value = f
-                    .values
-                    .iter()
-                    .any(|v| matches!(v, Value::Prim(Prim { value: Some(_), .. })));
-                let has_extra = f
-                    .values
-                    .iter()
-                    .any(|v| matches!(v, Value::Prim(Prim { extra: Some(_), .. })));
+                let has_value = prims.clone().any(|p| p.value.is_some());
+                let has_extra = prims.clone().any(|p| p.extra != NO_EXTRA);
                 if has_value {
                     self.key(&mut first, &name, false);
                     self.seq(ed.many, prims.clone(), |w, p| match &p.value {
-                        Some(v) => prim_value(w.out, v, kind),
+                        Some(v) => prim_value(w.out, t, v, kind),
                         None => w.out.extend_from_slice(b"null"),
                     });
                 }
                 if has_extra {
                     self.key(&mut first, &name, true);
-                    self.seq(ed.many, prims, |w, p| match &p.extra {
+                    self.seq(ed.many, prims, |w, p: &Prim| match t.extra(p) {
                         Some(x) => {
                             w.open(b'{');
                             let mut first = true;
-                            if let Some(id) = &x.id {
+                            if let Some(id) = x.id {
                                 w.key(&mut first, "id", false);
-                                string(w.out, id);
+                                string(w.out, t.str(id));
                             }
-                            if !x.extension.is_empty() {
+                            let exts = t.extensions(x);
+                            if !exts.is_empty() {
                                 w.key(&mut first, "extension", false);
-                                w.seq(true, x.extension.iter(), |w, n| w.node(n));
+                                w.seq(true, exts.iter(), |w, n| w.node(*n));
                             }
                             w.close(b'}');
                         }
@@ -120,10 +123,10 @@ impl Writer<'_> {
                 continue;
             }
             self.key(&mut first, &name, false);
-            self.seq(ed.many, f.values.iter(), |w, v| match v {
-                Value::Node(n) => w.node(n),
+            self.seq(ed.many, values.iter(), |w, v| match v {
+                Value::Node(n) => w.node(*n),
                 Value::Prim(p) => match &p.value {
-                    Some(v) => prim_value(w.out, v, PrimKind::String),
+                    Some(v) => prim_value(w.out, t, v, PrimKind::String),
                     None => w.out.extend_from_slice(b"null"),
                 },
             });
@@ -156,15 +159,17 @@ impl Writer<'_> {
     }
 }
 
-fn prim_value(out: &mut Vec<u8>, v: &PrimValue, kind: PrimKind) {
+fn prim_value(out: &mut Vec<u8>, t: &Tree, v: &PrimValue, kind: PrimKind) {
     match v {
         PrimValue::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         PrimValue::Int(i) => {
             use std::io::Write as _;
             let _ = write!(out, "{i}");
         }
-        PrimValue::Str(s) if kind == PrimKind::Decimal => out.extend_from_slice(s.as_bytes()),
-        PrimValue::Str(s) => string(out, s),
+        PrimValue::Str(s) if kind == PrimKind::Decimal => {
+            out.extend_from_slice(t.str(*s).as_bytes())
+        }
+        PrimValue::Str(s) => string(out, t.str(*s)),
     }
 }
 

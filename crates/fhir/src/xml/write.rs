@@ -2,15 +2,16 @@
 //! the narrative `div` embedded as XHTML, resources wrapped in their element (`<contained><Patient>`).
 
 use crate::error::{Error, Format};
-use crate::model::{Node, Prim, UNKNOWN_ELEM, Value};
+use crate::model::{NodeId, Prim, Tree, UNKNOWN_ELEM, Value};
 use crate::schema::{Kind, Repr, prop_name};
 
 /// The FHIR XML namespace.
 pub(crate) const FHIR_NS: &str = "http://hl7.org/fhir";
 
 /// Writes a resource as an XML document.
-pub(crate) fn write(node: &Node, pretty: bool) -> Result<Vec<u8>, Error> {
+pub(crate) fn write(t: &Tree, root: NodeId, pretty: bool) -> Result<Vec<u8>, Error> {
     let mut w = Writer {
+        t,
         out: Vec::with_capacity(4096),
         pretty,
         indent: 0,
@@ -18,20 +19,21 @@ pub(crate) fn write(node: &Node, pretty: bool) -> Result<Vec<u8>, Error> {
     w.out
         .extend_from_slice(b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
     w.newline();
-    w.resource(node, true)?;
+    w.resource(root, true)?;
     if pretty {
         w.out.push(b'\n');
     }
     Ok(w.out)
 }
 
-struct Writer {
+struct Writer<'a> {
+    t: &'a Tree,
     out: Vec<u8>,
     pretty: bool,
     indent: usize,
 }
 
-impl Writer {
+impl Writer<'_> {
     fn newline(&mut self) {
         if self.pretty {
             self.out.push(b'\n');
@@ -39,8 +41,8 @@ impl Writer {
         }
     }
 
-    fn resource(&mut self, node: &Node, root: bool) -> Result<(), Error> {
-        let name = node.ty.def().name;
+    fn resource(&mut self, node: NodeId, root: bool) -> Result<(), Error> {
+        let name = self.t.node(node).ty.def().name;
         self.out.push(b'<');
         self.out.extend_from_slice(name.as_bytes());
         if root {
@@ -52,10 +54,12 @@ impl Writer {
     }
 
     /// Writes attributes, `>`, children and the end tag of an open start tag `<name` (or closes it with `/>`).
-    fn body(&mut self, node: &Node, name: &str) -> Result<(), Error> {
+    fn body(&mut self, id: NodeId, name: &str) -> Result<(), Error> {
+        let t = self.t;
+        let node = t.node(id);
         let def = node.ty.def();
         let mut has_children = false;
-        for f in &node.fields {
+        for f in t.fields(node) {
             if f.elem == UNKNOWN_ELEM {
                 return Err(Error::Unrepresentable {
                     format: Format::Xml,
@@ -65,8 +69,9 @@ impl Writer {
             }
             let ed = &def.elements[f.elem as usize];
             if ed.repr == Repr::Attr {
-                if let Some(Value::Prim(p)) = f.values.first() {
-                    attr(&mut self.out, ed.name, &p.text().unwrap_or_default(), name)?;
+                if let Some(Value::Prim(p)) = t.values(f).first() {
+                    let v = p.value.as_ref().map(|v| t.text(v)).unwrap_or_default();
+                    attr(&mut self.out, ed.name, &v, name)?;
                 }
             } else {
                 has_children = true;
@@ -78,19 +83,19 @@ impl Writer {
         }
         self.out.push(b'>');
         self.indent += 1;
-        for f in &node.fields {
+        for f in t.fields(node) {
             let ed = &def.elements[f.elem as usize];
             if ed.repr == Repr::Attr {
                 continue;
             }
             let ty = ed.types[f.alt as usize];
             let pname = prop_name(ed, f.alt);
-            for v in &f.values {
+            for v in t.values(f) {
                 self.newline();
                 match v {
                     Value::Prim(p) if ty.prim() == Some(crate::schema::PrimKind::Xhtml) => {
-                        self.out
-                            .extend_from_slice(p.text().unwrap_or_default().as_bytes());
+                        let v = p.value.as_ref().map(|v| t.text(v)).unwrap_or_default();
+                        self.out.extend_from_slice(v.as_bytes());
                     }
                     Value::Prim(p) => self.prim(&pname, p)?,
                     Value::Node(n) if ty.def().kind == Kind::AnyResource => {
@@ -98,14 +103,14 @@ impl Writer {
                         self.out.push(b'>');
                         self.indent += 1;
                         self.newline();
-                        self.resource(n, false)?;
+                        self.resource(*n, false)?;
                         self.indent -= 1;
                         self.newline();
                         self.end(&pname);
                     }
                     Value::Node(n) => {
                         self.start(&pname);
-                        self.body(n, &pname)?;
+                        self.body(*n, &pname)?;
                     }
                 }
             }
@@ -128,22 +133,24 @@ impl Writer {
     }
 
     fn prim(&mut self, name: &str, p: &Prim) -> Result<(), Error> {
+        let t = self.t;
         self.start(name);
-        if let Some(id) = p.extra.as_ref().and_then(|x| x.id.as_ref()) {
-            attr(&mut self.out, "id", id, name)?;
+        let extra = t.extra(p);
+        if let Some(id) = extra.and_then(|x| x.id) {
+            attr(&mut self.out, "id", t.str(id), name)?;
         }
-        if let Some(v) = p.text() {
-            attr(&mut self.out, "value", &v, name)?;
+        if let Some(v) = &p.value {
+            attr(&mut self.out, "value", &t.text(v), name)?;
         }
-        match p.extra.as_ref().filter(|x| !x.extension.is_empty()) {
+        match extra.map(|x| t.extensions(x)).filter(|e| !e.is_empty()) {
             None => self.out.extend_from_slice(b"/>"),
-            Some(x) => {
+            Some(exts) => {
                 self.out.push(b'>');
                 self.indent += 1;
-                for ext in &x.extension {
+                for ext in exts {
                     self.newline();
                     self.start("extension");
-                    self.body(ext, "extension")?;
+                    self.body(*ext, "extension")?;
                 }
                 self.indent -= 1;
                 self.newline();
