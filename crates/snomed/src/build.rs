@@ -59,6 +59,36 @@ pub(crate) fn build(
     drop(concepts);
     drop(std::mem::take(&mut rows.concepts));
 
+    // Alternate identifiers of concepts (ECL `scheme#code`): per (scheme, code) the newest row wins, like
+    // keep_latest (a stable sort keeps reading order, so a later package wins a tie); only active ones are kept.
+    progress.stage("alternate identifiers");
+    let mut identifiers = std::mem::take(&mut rows.identifiers);
+    identifiers.sort_by(|a, b| {
+        (a.scheme, &a.alternate, a.effective).cmp(&(b.scheme, &b.alternate, b.effective))
+    });
+    let mut alt_ids: Vec<AltIdRec> = Vec::new();
+    for (i, row) in identifiers.iter().enumerate() {
+        let superseded = identifiers
+            .get(i + 1)
+            .is_some_and(|next| (next.scheme, &next.alternate) == (row.scheme, &row.alternate));
+        let concept = idx_of(row.referenced);
+        if superseded || !row.active || concept == NONE {
+            continue;
+        }
+        let (value_off, value_len) = strings.push(&row.alternate)?;
+        alt_ids.push(AltIdRec {
+            scheme: row.scheme,
+            concept,
+            value_off,
+            value_len,
+            _pad: 0,
+        });
+    }
+    drop(identifiers);
+    let alternate_identifiers = alt_ids.len() as u64;
+    w.section(Section::AltIds, &alt_ids)?;
+    drop(alt_ids);
+
     // Relationships.
     progress.stage("relationships");
     let mut dropped_relationships = 0u64;
@@ -370,6 +400,7 @@ pub(crate) fn build(
         dropped_relationships,
         hierarchy_from_stated: use_stated,
         invalid_concept_ids: rows.invalid_ids,
+        alternate_identifiers,
     };
     let manifest_path = dir.join(MANIFEST_FILE);
     let json = serde_json::to_vec_pretty(&manifest)

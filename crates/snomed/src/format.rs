@@ -65,9 +65,10 @@ pub(crate) enum Section {
     Strings = 25,
     EdgesByType = 26,
     EdgesByTypeOff = 27,
+    AltIds = 28,
 }
 
-pub(crate) const ALL_SECTIONS: [Section; 27] = [
+pub(crate) const ALL_SECTIONS: [Section; 28] = [
     Section::Concepts,
     Section::ParentsOff,
     Section::Parents,
@@ -95,6 +96,7 @@ pub(crate) const ALL_SECTIONS: [Section; 27] = [
     Section::Strings,
     Section::EdgesByType,
     Section::EdgesByTypeOff,
+    Section::AltIds,
 ];
 
 /// A concept row, sorted by `id`; its position is the concept's dense index.
@@ -162,6 +164,18 @@ pub(crate) struct RelRec {
     pub effective: u32,
     pub group: u32,
     pub active: u32,
+}
+
+/// An active alternate identifier of a concept, sorted by (scheme, code) where code is the `value` bytes in
+/// Strings.
+#[derive(Clone, Copy, Pod, Zeroable, Debug)]
+#[repr(C)]
+pub(crate) struct AltIdRec {
+    pub scheme: u64,
+    pub concept: u32,
+    pub value_off: u32,
+    pub value_len: u32,
+    pub _pad: u32,
 }
 
 /// A relationship with a concrete value, sorted by (source, group, type).

@@ -128,10 +128,20 @@ pub(crate) struct Rows {
     pub concrete: Vec<ConcreteRow>,
     pub lang: Vec<LangRow>,
     pub members: Vec<MemberRow>,
+    pub identifiers: Vec<IdentifierRow>,
     /// Per refset: the pattern and names of its additional fields, from its file.
     pub refset_fields: HashMap<u64, (String, Vec<String>)>,
     /// Concept ids whose check digit or partition is wrong.
     pub invalid_ids: u64,
+}
+
+/// A row of the Identifier file: `alternate` is the code in scheme `scheme` of component `referenced`.
+pub(crate) struct IdentifierRow {
+    pub alternate: Box<str>,
+    pub effective: u32,
+    pub active: bool,
+    pub scheme: u64,
+    pub referenced: u64,
 }
 
 pub(crate) struct ConceptRow {
@@ -272,6 +282,17 @@ fn read_file(
                 group: group(r, 6)?,
                 type_id: r.u64(7)?,
                 characteristic: r.u64(8)?,
+            });
+            Ok(())
+        })?,
+        FileKind::Identifier => rf2::for_each_row(file, reader, on_bytes, header, |r| {
+            // alternateIdentifier, effectiveTime, active, moduleId, identifierSchemeId, referencedComponentId
+            rows.identifiers.push(IdentifierRow {
+                alternate: r.str(0)?.into(),
+                effective: r.date(1)?,
+                active: r.flag(2)?,
+                scheme: r.u64(4)?,
+                referenced: r.u64(5)?,
             });
             Ok(())
         })?,

@@ -13,6 +13,8 @@ pub(crate) enum FileKind {
     Description,
     Relationship,
     ConcreteValues,
+    /// Alternate identifiers of components (`sct2_Identifier`): scheme, identifier, referenced component.
+    Identifier,
     /// A refset file; `pattern` holds the field types of the additional columns (`c`, `i`, `s`).
     Refset {
         pattern: String,
@@ -144,6 +146,7 @@ pub(crate) fn classify(name: &str) -> Option<(FileKind, ReleaseType)> {
         ("sct2", "Description" | "TextDefinition") => FileKind::Description,
         ("sct2", "Relationship" | "StatedRelationship") => FileKind::Relationship,
         ("sct2", "RelationshipConcreteValues") => FileKind::ConcreteValues,
+        ("sct2", "Identifier") => FileKind::Identifier,
         ("sct2" | "der2", c) if c.ends_with("Refset") => {
             let pattern = c.strip_suffix("Refset").unwrap_or_default();
             if !pattern.bytes().all(|b| matches!(b, b'c' | b'i' | b's')) {
@@ -356,7 +359,10 @@ mod tests {
             Some(ReleaseType::Delta)
         );
         assert_eq!(classify("Readme.txt"), None);
-        assert_eq!(classify("sct2_Identifier_Snapshot_INT_1.txt"), None);
+        assert_eq!(
+            classify("sct2_Identifier_Snapshot_INT_1.txt"),
+            Some((FileKind::Identifier, ReleaseType::Snapshot))
+        );
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub struct Manifest {
     pub hierarchy_from_stated: bool,
     /// Concept ids with a wrong Verhoeff check digit or partition (kept; the API refuses them as malformed).
     pub invalid_concept_ids: u64,
+    /// Active alternate identifiers of concepts (from `sct2_Identifier` files).
+    #[serde(default)]
+    pub alternate_identifiers: u64,
 }
 
 /// A concept's own attributes.
@@ -643,6 +646,30 @@ impl Store {
         slice[start..end]
             .iter()
             .map(move |&i| rel(&rels[i as usize]))
+    }
+
+    /// Identifier schemes that have at least one active alternate identifier (concept ids, ascending).
+    pub fn identifier_schemes(&self) -> Vec<SctId> {
+        let mut schemes: Vec<SctId> = Vec::new();
+        for r in self.sec::<AltIdRec>(Section::AltIds) {
+            if schemes.last().map(|s| s.get()) != Some(r.scheme) {
+                schemes.push(SctId::new_unchecked(r.scheme));
+            }
+        }
+        schemes
+    }
+
+    /// The concepts whose active alternate identifier in `scheme` is `code` (usually one).
+    pub fn concepts_with_alternate_identifier(&self, scheme: SctId, code: &str) -> Vec<ConceptIdx> {
+        let rows: &[AltIdRec] = self.sec(Section::AltIds);
+        let key = |r: &AltIdRec| (r.scheme, self.heap_str(r.value_off, r.value_len));
+        let wanted = (scheme.get(), code);
+        let start = rows.partition_point(|r| key(r) < wanted);
+        rows[start..]
+            .iter()
+            .take_while(|r| key(r) == wanted)
+            .map(|r| ConceptIdx(r.concept))
+            .collect()
     }
 
     /// Active defining (inferred or additional) relationships of attribute type `type_idx`, sorted by

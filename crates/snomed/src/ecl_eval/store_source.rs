@@ -122,6 +122,45 @@ impl EclSource for Store {
         Some(Store::edges_of_type(self, ConceptIdx(type_idx)))
     }
 
+    /// `scheme` is an alias (ECL: letters, digits, dashes) of an identifier scheme concept that has alternate
+    /// identifiers in the store. The alias names the scheme by one of its active descriptions, compared without
+    /// case, spaces, dashes or underscores, with or without a trailing semantic tag: `LOINC` names a scheme
+    /// whose FSN is "LOINC (qualifier value)", `LOINC-code` one with the synonym "LOINC code". An alias that
+    /// names no such scheme is unknown (`None`); a known scheme without the code gives no concepts.
+    fn alternate_identifier(&self, scheme: &str, code: &str) -> Option<Vec<u32>> {
+        let fold = |s: &str| -> String {
+            s.chars()
+                .filter(|c| !matches!(c, ' ' | '-' | '_'))
+                .flat_map(char::to_lowercase)
+                .collect()
+        };
+        let alias = fold(scheme);
+        let names_scheme = |s: SctId| {
+            let Some(idx) = self.index_of(s) else {
+                return false;
+            };
+            Store::descriptions(self, idx)
+                .filter(|d| d.active)
+                .any(|d| {
+                    let term = match d.term.rfind(" (") {
+                        Some(i) if d.term.ends_with(')') => &d.term[..i],
+                        _ => d.term,
+                    };
+                    fold(term) == alias || fold(d.term) == alias
+                })
+        };
+        let scheme = self
+            .identifier_schemes()
+            .into_iter()
+            .find(|&s| names_scheme(s))?;
+        Some(
+            self.concepts_with_alternate_identifier(scheme, code)
+                .into_iter()
+                .map(|c| c.0)
+                .collect(),
+        )
+    }
+
     fn concrete(&self, source: u32, f: &mut dyn FnMut(ConcreteRel<'_>)) {
         for c in self.concrete_values(ConceptIdx(source)) {
             if c.active

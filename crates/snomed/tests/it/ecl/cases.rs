@@ -94,7 +94,7 @@ fn hierarchy_operators() {
         ("<< 155574008", &[OLD_ASTHMA]),
         ("<< 1003002", &[]),
     ]);
-    assert_eq!(eval("*").unwrap().len(), 43, "* is every active concept");
+    assert_eq!(eval("*").unwrap().len(), 44, "* is every active concept");
     assert_eq!(eval("ANY MINUS << 138875005").unwrap(), Vec::<u64>::new());
 }
 
@@ -634,7 +634,7 @@ fn limits_and_errors_are_clear() {
     };
     match evaluate_str(s, "*", &tiny) {
         Err(EclError::TooLarge {
-            size: 43,
+            size: 44,
             limit: 10,
         }) => {}
         other => panic!("expected TooLarge, got {other:?}"),
@@ -651,7 +651,7 @@ fn limits_and_errors_are_clear() {
         Err(EclError::Timeout(_)) | Ok(_) => {}
         other => panic!("expected a timeout or a result, got {other:?}"),
     }
-    assert!(matches!(eval("<< LOINC#54486-6"), Err(EclError::UnknownScheme(s)) if s == "LOINC"));
+    assert!(matches!(eval("<< ORPHA#558"), Err(EclError::UnknownScheme(s)) if s == "ORPHA"));
     assert!(matches!(
         eval("* {{ dialect = xx-yy }}"),
         Err(EclError::UnknownDialect(_))
@@ -682,4 +682,20 @@ fn every_official_example_evaluates() {
         }
     }
     assert_eq!(count, 121);
+}
+
+#[test]
+fn alternate_identifiers() {
+    check(&[
+        ("LOINC#54486-6", &[ASTHMA]),
+        ("<< LOINC#54486-6", &[ASTHMA, ALLERGIC_ASTHMA]),
+        ("loinc#54486-6 |Asthma|", &[ASTHMA]),
+        // inactive identifier rows identify nothing
+        ("LOINC#11111-1", &[]),
+        // the newest row of a (scheme, code) wins
+        ("LOINC#22222-2", &[EDEMA_TRUNK]),
+        ("LOINC#99999-9", &[]),
+        ("LOINC#54486-6 OR LOINC#22222-2", &[ASTHMA, EDEMA_TRUNK]),
+    ]);
+    assert!(matches!(eval("ORPHA#558"), Err(EclError::UnknownScheme(_))));
 }

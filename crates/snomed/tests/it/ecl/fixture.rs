@@ -28,6 +28,8 @@
 //!    ├─ 900000000000522004 Historical association ─ 900000000000527005 SAME AS, 900000000000526001 REPLACED BY
 //!    └─ 447562003 ICD-10 complex map
 //! inactive: 155574008 Asthma (old) SAME AS Asthma; 266398009 Pneumonia (old) REPLACED BY Pneumonia
+//! 705114005 LOINC Code System (< Model component): the identifier scheme "LOINC" (54486-6 = Asthma,
+//! 22222-2 = Edema of trunk)
 //! * defined; the rest primitive
 //! ```
 
@@ -77,6 +79,8 @@ pub const REPLACED_BY: u64 = 900000000000526001;
 pub const ICD10_MAP: u64 = 447562003;
 pub const OLD_ASTHMA: u64 = 155574008;
 pub const OLD_PNEUMONIA: u64 = 266398009;
+/// 705114005 |LOINC Code System|, an identifier scheme with the synonym "LOINC" (alternate identifiers).
+pub const LOINC_SCHEME: u64 = 705114005;
 
 const MODEL_MODULE: u64 = 900000000000012004;
 
@@ -474,6 +478,39 @@ pub fn release() -> Release {
         active: false,
         stated: false,
     });
+    // Alternate identifiers in the LOINC scheme: one live code per concept, an inactive one, and a code moved
+    // from Fracture to Edema of trunk by a newer row.
+    r.concepts.push(Concept {
+        id: LOINC_SCHEME,
+        active: true,
+        defined: false,
+        module: MODEL_MODULE,
+        effective: 20200131,
+    });
+    r.relationships.push(Rel {
+        source: LOINC_SCHEME,
+        type_id: IS_A,
+        dest: MODEL_COMPONENT,
+        group: 0,
+        active: true,
+        stated: false,
+    });
+    desc(
+        &mut r,
+        LOINC_SCHEME,
+        "en",
+        FSN,
+        "LOINC Code System (qualifier value)",
+        true,
+        both(),
+    );
+    desc(&mut r, LOINC_SCHEME, "en", SYNONYM, "LOINC", true, both());
+    r.identifiers = vec![
+        (LOINC_SCHEME, "54486-6".into(), ASTHMA, true, 20240101),
+        (LOINC_SCHEME, "11111-1".into(), MI, false, 20240101),
+        (LOINC_SCHEME, "22222-2".into(), FRACTURE, true, 20230101),
+        (LOINC_SCHEME, "22222-2".into(), EDEMA_TRUNK, true, 20240101),
+    ];
     r.concrete = vec![
         Concrete {
             source: TABLET_500,

@@ -68,6 +68,8 @@ pub struct Release {
     pub associations: Vec<(u64, u64, u64)>,
     /// (refset, referenced, mapGroup, mapPriority, mapTarget)
     pub maps: Vec<(u64, u64, u32, u32, String)>,
+    /// Alternate identifiers: (scheme, code, referenced concept, active, effectiveTime)
+    pub identifiers: Vec<(u64, String, u64, bool, u32)>,
 }
 
 fn uuid(n: usize) -> String {
@@ -179,6 +181,17 @@ impl Release {
             )
             .unwrap();
         }
+        let mut identifiers = String::from(
+            "alternateIdentifier\teffectiveTime\tactive\tmoduleId\tidentifierSchemeId\treferencedComponentId\n",
+        );
+        for (scheme, code, referenced, active, effective) in &self.identifiers {
+            writeln!(
+                identifiers,
+                "{code}\t{effective}\t{}\t{CORE}\t{scheme}\t{referenced}",
+                u8::from(*active)
+            )
+            .unwrap();
+        }
         let mut map = String::from(
             "id\teffectiveTime\tactive\tmoduleId\trefsetId\treferencedComponentId\tmapGroup\tmapPriority\tmapRule\tmapAdvice\tmapTarget\tcorrelationId\tmapCategoryId\n",
         );
@@ -201,6 +214,7 @@ impl Release {
                 "der2_iisssccRefset_ExtendedMapSnapshot_INT_20250101.txt",
                 map,
             ),
+            ("sct2_Identifier_Snapshot_INT_20250101.txt", identifiers),
         ];
         for (name, text) in files {
             std::fs::write(dir.join(name), text.replace('\n', "\r\n")).unwrap();
