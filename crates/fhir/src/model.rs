@@ -281,17 +281,15 @@ impl Builder {
     }
 
     /// The finished tree.
-    pub(crate) fn finish(mut self, format: crate::error::Format) -> Result<Tree, Error> {
-        // One pass over all the text (cheap next to reading it) turns it into a `String` without `unsafe`;
-        // it cannot fail, as every piece was checked, and each span starts and ends on a piece boundary,
-        // so slicing the `String` by spans never splits a character.
-        self.tree.text = String::from_utf8(self.text).map_err(|e| Error::Invalid {
-            format,
-            location: crate::error::Location::default(),
-            path: String::new(),
-            message: format!("text is not UTF-8 at {}", e.utf8_error().valid_up_to()),
-        })?;
-        Ok(self.tree)
+    pub(crate) fn finish(mut self) -> Tree {
+        debug_assert!(std::str::from_utf8(&self.text).is_ok());
+        // SAFETY: `text` is only ever extended by `span` with bytes of a `&str` (`str`) or bytes checked to
+        // be UTF-8 (`utf8`, `table`), or replaced by `table` with a buffer whose every byte outside the
+        // checked entries is an ASCII space; a concatenation of UTF-8 strings is UTF-8. Each span starts and
+        // ends at a piece boundary, so slicing the `String` by spans never splits a character. (Checking
+        // again here would be a second pass over every string of the resource.)
+        self.tree.text = unsafe { String::from_utf8_unchecked(self.text) };
+        self.tree
     }
 
     fn span(&mut self, b: &[u8]) -> Result<Span, Error> {
@@ -326,6 +324,48 @@ impl Builder {
         Ok(None)
     }
 
+    /// Adds the entries `buf[start..end]` of a decompressed string table (in increasing order, not
+    /// overlapping) and returns their spans, or `None` if one is not UTF-8. When the tree has no text yet
+    /// (the table is read before the resource), `buf` becomes the text itself, the bytes between entries
+    /// (their message framing) blanked, so a large table is never copied.
+    pub(crate) fn table(
+        &mut self,
+        mut buf: Vec<u8>,
+        entries: &[(usize, usize)],
+    ) -> Result<Option<Vec<Span>>, Error> {
+        if entries
+            .iter()
+            .any(|&(s, e)| !(buf[s..e].is_ascii() || std::str::from_utf8(&buf[s..e]).is_ok()))
+        {
+            return Ok(None);
+        }
+        if !self.text.is_empty() || u32::try_from(buf.len()).is_err() {
+            return entries
+                .iter()
+                .map(|&(s, e)| self.span(&buf[s..e]))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some);
+        }
+        let mut prev = 0;
+        for &(s, e) in entries {
+            buf[prev..s].fill(b' ');
+            prev = e;
+        }
+        buf[prev..].fill(b' ');
+        // Keep the capacity reserved for the rest of the strings.
+        buf.reserve(self.text.capacity());
+        self.text = buf;
+        Ok(Some(
+            entries
+                .iter()
+                .map(|&(s, e)| Span {
+                    start: s as u32,
+                    len: (e - s) as u32,
+                })
+                .collect(),
+        ))
+    }
+
     /// Starts a node of type `ty`.
     #[inline]
     pub(crate) fn open(&self, ty: TypeId) -> Mark {
@@ -343,36 +383,47 @@ impl Builder {
     pub(crate) fn field(&mut self, m: &Mark, elem: u16, alt: u8) -> Result<usize, &'static str> {
         // The node's open fields stay sorted by element. Formats write in element order, so the field is
         // almost always the last one or new at the end.
-        let open = &self.open_fields[m.fields..];
-        let pos = match open.last() {
-            None => open.len(),
-            Some(f) if f.elem < elem => open.len(),
-            Some(f) if f.elem == elem => open.len() - 1,
-            _ => open.partition_point(|f| f.elem < elem),
+        let len = self.open_fields.len();
+        let last = if len > m.fields {
+            self.open_fields.last().copied()
+        } else {
+            None
         };
-        match open.get(pos) {
-            Some(f) if f.elem == elem && f.alt != alt => {
+        match last {
+            Some(f) if f.elem == elem && f.alt == alt => return Ok(len - 1),
+            Some(f) if f.elem == elem => {
+                return Err("more than one type given for a choice element");
+            }
+            Some(f) if f.elem > elem => return self.insert_field(m, elem, alt),
+            _ => {}
+        }
+        self.open_fields.push(OpenField {
+            elem,
+            alt,
+            count: 0,
+        });
+        Ok(len)
+    }
+
+    /// `field` for an element before the node's last field (properties out of element order).
+    #[inline(never)]
+    fn insert_field(&mut self, m: &Mark, elem: u16, alt: u8) -> Result<usize, &'static str> {
+        let pos = m.fields + self.open_fields[m.fields..].partition_point(|f| f.elem < elem);
+        match self.open_fields[pos] {
+            f if f.elem == elem && f.alt != alt => {
                 Err("more than one type given for a choice element")
             }
-            Some(f) if f.elem == elem => Ok(m.fields + pos),
-            Some(_) => {
+            f if f.elem == elem => Ok(pos),
+            _ => {
                 self.open_fields.insert(
-                    m.fields + pos,
+                    pos,
                     OpenField {
                         elem,
                         alt,
                         count: 0,
                     },
                 );
-                Ok(m.fields + pos)
-            }
-            None => {
-                self.open_fields.push(OpenField {
-                    elem,
-                    alt,
-                    count: 0,
-                });
-                Ok(self.open_fields.len() - 1)
+                Ok(pos)
             }
         }
     }
@@ -559,7 +610,7 @@ mod tests {
         let v = prim(&mut b, "x");
         b.push(i, v);
         let root = b.close(m);
-        let t = b.finish(crate::error::Format::Json).expect("UTF-8");
+        let t = b.finish();
         let n = t.node(root);
         let elems: Vec<u16> = t.fields(n).iter().map(|f| f.elem).collect();
         assert_eq!(elems, vec![id, gender]);

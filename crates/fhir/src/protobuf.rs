@@ -384,7 +384,7 @@ pub(crate) fn decode(input: &[u8], opts: &ReadOptions) -> Result<(Tree, NodeId),
         opts,
     };
     let root = d.outermost(input.len())?;
-    Ok((d.bld.finish(Format::Protobuf)?, root))
+    Ok((d.bld.finish(), root))
 }
 
 struct Decoder<'a> {
@@ -501,10 +501,14 @@ impl<'a> Decoder<'a> {
             }
             _ => return Err(self.err(start, "string table is not a sized zstd frame")),
         };
-        let buf = zstd::bulk::decompress(z, size)
-            .ok()
-            .filter(|r| r.len() == size)
-            .ok_or_else(|| self.err(start, "string table does not decompress"))?;
+        // Room for the resource's own strings too: the buffer becomes the tree's text (`Builder::table`).
+        let mut buf = Vec::with_capacity(size + self.input.len());
+        let written = zstd::bulk::Decompressor::new()
+            .and_then(|mut d| d.decompress_to_buffer(z, &mut buf))
+            .ok();
+        if written != Some(size) || buf.len() != size {
+            return Err(self.err(start, "string table does not decompress"));
+        }
         let mut pos = 0;
         // Errors inside the table are reported at the table's offset in the input.
         let bad = |m: &str| self.err(start, format!("compressed string table: {m}"));
@@ -515,15 +519,14 @@ impl<'a> Decoder<'a> {
             if key != ((1 << 3) | LEN) as u64 || len > (buf.len() - pos) as u64 {
                 return Err(bad("not a StringTable message"));
             }
-            let stop = pos + len as usize;
-            entries
-                .push(std::str::from_utf8(&buf[pos..stop]).map_err(|_| bad("entry is not UTF-8"))?);
-            pos = stop;
+            entries.push((pos, pos + len as usize));
+            pos += len as usize;
         }
-        for e in entries {
-            let s = self.bld.str(e)?;
-            self.table.push(s);
-        }
+        let spans = self
+            .bld
+            .table(buf, &entries)?
+            .ok_or_else(|| self.err(start, "compressed string table: entry is not UTF-8"))?;
+        self.table.extend(spans);
         Ok(())
     }
 

@@ -48,7 +48,7 @@ pub(crate) fn parse(input: &[u8], opts: &ReadOptions) -> Result<(Tree, NodeId), 
     if p.pos != p.b.len() {
         return Err(p.err("unexpected data after the resource"));
     }
-    Ok((p.bld.finish(Format::Json)?, root))
+    Ok((p.bld.finish(), root))
 }
 
 struct Parser<'a> {

@@ -176,6 +176,12 @@ fn prim_value(out: &mut Vec<u8>, t: &Tree, v: &PrimValue, kind: PrimKind) {
 /// Writes a JSON string: escapes `"`, `\` and control characters; everything else (non-ASCII too) verbatim.
 pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
+    // Most strings need no escape: one table lookup per byte decides, then they are copied whole.
+    if !s.bytes().any(|c| NEEDS_ESCAPE[c as usize]) {
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        return;
+    }
     crate::escape::escape_into(out, s, |c| match c {
         b'"' => Some(b"\\\""),
         b'\\' => Some(b"\\\\"),
@@ -184,6 +190,19 @@ pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
     });
     out.push(b'"');
 }
+
+/// The bytes a JSON string escapes: `"`, `\\` and the control characters.
+const NEEDS_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        t[c] = true;
+        c += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
 
 /// `\u00XX` escapes of the control characters without a short form.
 const CONTROL: [&[u8]; 32] = [

@@ -65,7 +65,7 @@ pub(crate) fn parse(input: &[u8], opts: &ReadOptions) -> Result<(Tree, NodeId), 
                 let node = p.node(ty, &e, is_empty, true)?;
                 loop {
                     match p.next()? {
-                        Event::Eof => return Ok((p.bld.finish(Format::Xml)?, node)),
+                        Event::Eof => return Ok((p.bld.finish(), node)),
                         Event::Comment(_) | Event::PI(_) => {}
                         _ => return Err(p.err("content after the root element")),
                     }
