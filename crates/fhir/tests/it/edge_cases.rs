@@ -167,3 +167,22 @@ fn attribute_whitespace_is_escaped_and_restored() {
         json.to_vec()
     );
 }
+
+/// Properties in any order, and a primitive's `_name` companion before its values, read into the same
+/// resource as the canonical order: the tree lays each node out in element order once it is complete.
+#[test]
+fn property_order_and_companions_first_do_not_matter() {
+    let canonical = br#"{"resourceType":"Patient","id":"p","active":true,"name":[{"family":"F","given":["A",null,"C"],"_given":[null,{"id":"g2"},{"extension":[{"url":"x","valueString":"y"}]}]}],"gender":"male"}"#;
+    let shuffled = br#"{"gender":"male","name":[{"_given":[null,{"id":"g2"},{"extension":[{"valueString":"y","url":"x"}]}],"given":["A",null,"C"],"family":"F"}],"active":true,"id":"p","resourceType":"Patient"}"#;
+    let a = Resource::from_json(canonical).expect("canonical");
+    let b = Resource::from_json(shuffled).expect("shuffled");
+    assert_eq!(a, b);
+    assert_eq!(
+        String::from_utf8_lossy(&b.to_json()),
+        String::from_utf8_lossy(canonical)
+    );
+    let pb = b.to_protobuf().expect("pb");
+    assert_eq!(Resource::from_protobuf(&pb).expect("pb"), a);
+    let xml = b.to_xml(false).expect("xml");
+    assert_eq!(Resource::from_xml(&xml).expect("xml"), a);
+}
