@@ -2,6 +2,7 @@
 #![allow(missing_docs)]
 
 mod crash;
+mod fhir_protoc;
 mod hl7_cli;
 mod serve;
 
