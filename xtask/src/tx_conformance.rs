@@ -2,7 +2,7 @@
 //! official HL7 terminology conformance tests against a freshly built Thoth.
 //!
 //! It prepares a data directory with the content the suites rely on (the FHIR packages in
-//! `../shared/data/fhir/packages`), builds `thoth`, starts `thoth serve` on a free port, runs
+//! `../shared/data/fhir/packages`, the LOINC subset in `../shared/tx-ecosystem/tx-source/loinc`), builds `thoth`, starts `thoth serve` on a free port, runs
 //! `../shared/tools/tx-runner/run-tx-tests.sh`, prints the runner's summary and stops the server. With
 //! `--min-pass N` it fails when fewer than N tests pass (the CI gate). `--debug` serves a debug build, which CI
 //! has already compiled for `cargo test` (a release build would cost minutes; the suites take about a minute
@@ -63,12 +63,13 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let exe = target
         .join(if release { "release" } else { "debug" })
         .join("thoth");
+    import_loinc(&exe, &shared, &data)?;
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let log = std::fs::File::create(target.join("tx-conformance/server.log"))?;
     let mut server = Command::new(&exe)
         .args(["--data"])
         .arg(&data)
-        .args(["serve", "--http", &format!("127.0.0.1:{port}")])
+        .args(["serve", "--offline", "--http", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -133,6 +134,25 @@ fn prepare_data(shared: &Path, data: &Path) -> anyhow::Result<()> {
                 std::fs::copy(&p, &to)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// Imports the LOINC subset of `../shared/tx-ecosystem/tx-source/loinc` as LOINC 2.82, the release it was cut
+/// from (the version the tx.fhir.org suite's answers name).
+fn import_loinc(exe: &Path, shared: &Path, data: &Path) -> anyhow::Result<()> {
+    let source = shared.join("tx-ecosystem/tx-source/loinc");
+    let status = Command::new(exe)
+        .arg("--data")
+        .arg(data)
+        .args(["import", "loinc"])
+        .arg(&source)
+        .args(["--loinc-version", "2.82"])
+        .stdout(Stdio::null())
+        .status()
+        .with_context(|| format!("starting {}", exe.display()))?;
+    if !status.success() {
+        bail!("thoth import loinc {} failed", source.display());
     }
     Ok(())
 }

@@ -23,6 +23,8 @@ enum Op {
     NotIn(Vec<String>),
     Regex(regex::Regex),
     Exists(bool),
+    /// LOINC's `LIST = LL...` and `answers-for = <term or LL>`: answers whose `AnswerList` is one of these.
+    AnswerOf(Vec<String>),
 }
 
 impl Filter {
@@ -60,6 +62,21 @@ impl Filter {
         let concept = || cs.find(value);
         let list = || value.split(',').map(|s| s.trim().to_string()).collect();
         let op = match op_name {
+            "=" if matches!(property.as_str(), "LIST" | "answers-for") => {
+                // A term stands for its answer lists.
+                let lists: Vec<String> = concept()
+                    .map(|i| {
+                        cs.concepts[i]
+                            .properties
+                            .iter()
+                            .filter(|p| p.code == "answer-list")
+                            .map(|p| p.text())
+                            .collect()
+                    })
+                    .filter(|l: &Vec<String>| !l.is_empty())
+                    .unwrap_or_else(|| vec![value.to_string()]);
+                Op::AnswerOf(lists)
+            }
             "is-a" => Op::IsA(concept()),
             "descendent-of" => Op::DescendentOf(concept()),
             "is-not-a" => Op::IsNotA(concept()),
@@ -123,6 +140,10 @@ impl Filter {
                 .any(|x| vs.contains(x)),
             Op::Regex(r) => self.values(cs, i, is_concept).iter().any(|x| r.is_match(x)),
             Op::Exists(want) => self.values(cs, i, is_concept).is_empty() != *want,
+            Op::AnswerOf(lists) => cs.concepts[i]
+                .properties
+                .iter()
+                .any(|p| p.code == "AnswerList" && lists.contains(&p.text())),
         }
     }
 
@@ -145,11 +166,15 @@ impl Filter {
                 .iter()
                 .map(|&p| cs.concepts[p].code.clone())
                 .collect(),
+            // A Coding value matches by code or by display (LOINC axes: `COMPONENT = LP14635-4` or `= Glucose`).
             p => c
                 .properties
                 .iter()
                 .filter(|v| v.code == p)
-                .map(|v| v.text())
+                .flat_map(|v| {
+                    let display = v.value["display"].as_str().map(str::to_string);
+                    std::iter::once(v.text()).chain(display)
+                })
                 .collect(),
         }
     }

@@ -23,12 +23,16 @@
 //! assert_eq!(answer["parameter"].as_array().unwrap().last().unwrap()["valueBoolean"], true);
 //! ```
 
+mod bundle;
 mod codesystem;
 mod context;
+mod csv;
 mod error;
 mod expand;
 mod expansion;
 mod filter;
+mod icd10cm;
+mod loinc;
 mod lookup;
 mod package;
 mod params;
@@ -38,8 +42,11 @@ mod time;
 mod translate;
 mod validate;
 
+pub use bundle::write_bundle;
 pub use codesystem::{CodeSystem, Concept, Content};
 pub use error::{ErrorKind, Issue, LoadError, Severity, TX_ISSUE_TYPE, TxError, operation_outcome};
+pub use icd10cm::{ICD10CM_SOURCE, ICD10CM_URL, Icd10cmStats, import_icd10cm};
+pub use loinc::{LOINC_URL, LoincImport, LoincStats, import_loinc};
 pub use package::{LoadStats, load_data_dir, load_package};
 pub use params::Params;
 pub use registry::{Kind, Registry};

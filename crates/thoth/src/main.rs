@@ -2,6 +2,7 @@
 
 mod cmd;
 mod data_dir;
+mod packages;
 
 use clap::{Parser, Subcommand};
 

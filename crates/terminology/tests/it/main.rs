@@ -1,5 +1,7 @@
 //! Integration tests of the terminology crate, over the HL7 conformance suites' own resources in ../shared.
 
+mod icd10cm;
+mod loinc;
 mod operations;
 mod packages;
 mod versions;

@@ -23,11 +23,28 @@ pub struct Args {
         env = "THOTH_TX_MAX_EXPANSION"
     )]
     tx_max_expansion: usize,
+    /// The npm-style registry the open content (FHIR R4 definitions, HL7 Terminology) is fetched from when the
+    /// data directory does not have it yet.
+    #[arg(
+        long,
+        env = "THOTH_PACKAGE_REGISTRY",
+        default_value = crate::packages::DEFAULT_REGISTRY,
+        value_name = "URL"
+    )]
+    package_registry: String,
+    /// Do not fetch missing open content; serve what the data directory has.
+    #[arg(long, env = "THOTH_OFFLINE")]
+    offline: bool,
 }
 
 pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     let data_dir = global.data_dir()?;
     tracing::info!(data = %data_dir.display(), "starting Thoth {}", env!("CARGO_PKG_VERSION"));
+    if args.offline {
+        tracing::info!("offline: not fetching missing open content");
+    } else {
+        crate::packages::ensure_open_content(&data_dir, &args.package_registry);
+    }
     let terminology = crate::cmd::terminology::load_service(&data_dir, args.tx_max_expansion);
     let snomed = crate::cmd::snomed::open_store(&data_dir);
     let info = server::ServerInfo {

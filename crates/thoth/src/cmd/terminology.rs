@@ -38,31 +38,66 @@ pub fn load_service(data_dir: &Path, max_expansion: usize) -> Arc<terminology::T
 /// Options of `thoth import fhir-package`.
 #[derive(clap::Args, Debug)]
 pub struct FhirPackageArgs {
-    /// A local package (`.tgz` or directory).
+    /// `name@version` to fetch from the package registry, or a local package `.tgz`.
     #[arg(value_name = "PACKAGE")]
-    package: PathBuf,
+    package: String,
+    /// The npm-style package registry to fetch from.
+    #[arg(
+        long,
+        env = "THOTH_PACKAGE_REGISTRY",
+        default_value = crate::packages::DEFAULT_REGISTRY,
+        value_name = "URL"
+    )]
+    registry: String,
 }
 
-/// Copies a package into `<data>/packages` after checking that it loads.
+/// Fetches `name@version` into the package cache, or copies a local `.tgz` there, after checking it loads.
 pub fn import_fhir_package(global: &GlobalArgs, args: FhirPackageArgs) -> anyhow::Result<()> {
     let data_dir = global.data_dir()?;
+    let local = PathBuf::from(&args.package);
+    let target = if local.exists() {
+        if local.is_dir() {
+            anyhow::bail!("importing a package directory is not supported yet; pass the .tgz");
+        }
+        let name = local
+            .file_name()
+            .ok_or_else(|| anyhow::anyhow!("{} has no file name", local.display()))?;
+        let dir = data_dir.join("packages");
+        std::fs::create_dir_all(&dir)?;
+        let target = dir.join(name);
+        let mut registry = terminology::Registry::new();
+        terminology::load_package(&local, &mut registry)?;
+        std::fs::copy(&local, &target)?;
+        target
+    } else {
+        let Some((name, version)) = args
+            .package
+            .rsplit_once('@')
+            .filter(|(n, v)| !n.is_empty() && !v.is_empty())
+        else {
+            anyhow::bail!(
+                "{}: neither a file nor name@version (for example hl7.terminology.r4@7.0.1)",
+                args.package
+            );
+        };
+        let pinned = crate::packages::pinned_integrity(name, version);
+        match crate::packages::fetch(&data_dir, &args.registry, name, version, pinned, true)? {
+            crate::packages::Fetched::Cached(p) => {
+                println!("{name}@{version} is already cached: {}", p.display());
+                p
+            }
+            crate::packages::Fetched::Downloaded(p) => p,
+        }
+    };
     let mut registry = terminology::Registry::new();
-    let stats = terminology::load_package(&args.package, &mut registry)?;
-    let dir = data_dir.join("packages");
-    std::fs::create_dir_all(&dir)?;
-    let name = args
-        .package
-        .file_name()
-        .ok_or_else(|| anyhow::anyhow!("{} has no file name", args.package.display()))?;
-    let target = dir.join(name);
-    if args.package.is_dir() {
-        anyhow::bail!("importing a package directory is not supported yet; pass the .tgz");
-    }
-    std::fs::copy(&args.package, &target)?;
+    let stats = terminology::load_package(&target, &mut registry).map_err(|e| {
+        let _ = std::fs::remove_file(&target);
+        anyhow::anyhow!("{e}; removed {}", target.display())
+    })?;
     println!(
         "imported {} terminology resources from {} into {}",
         stats.resources,
-        args.package.display(),
+        args.package,
         target.display()
     );
     Ok(())
@@ -70,16 +105,71 @@ pub fn import_fhir_package(global: &GlobalArgs, args: FhirPackageArgs) -> anyhow
 
 /// Options of `thoth import loinc`.
 #[derive(clap::Args, Debug)]
-pub struct LoincArgs {}
+pub struct LoincArgs {
+    /// The LOINC release directory (holding `LoincTable/Loinc.csv` and `AccessoryFiles/`).
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    /// The LOINC version (default: from a `Loinc_2.82` directory name, else the newest VersionLastChanged).
+    #[arg(long, value_name = "VERSION")]
+    loinc_version: Option<String>,
+}
 
-pub fn import_loinc(_global: &GlobalArgs, _args: LoincArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`thoth import loinc` is not available in this build yet")
+/// Where imported code systems are stored.
+fn terminology_file(data_dir: &Path, name: &str) -> PathBuf {
+    data_dir.join("terminology").join(name)
+}
+
+/// Converts a LOINC release into `<data>/terminology/loinc.json`.
+pub fn import_loinc(global: &GlobalArgs, args: LoincArgs) -> anyhow::Result<()> {
+    let data_dir = global.data_dir()?;
+    let started = std::time::Instant::now();
+    let import = terminology::import_loinc(&args.dir, args.loinc_version.as_deref())?;
+    let s = import.stats;
+    for f in &s.missing_files {
+        tracing::warn!("LOINC release file not found, skipped: {f}");
+    }
+    let target = terminology_file(&data_dir, "loinc.json");
+    terminology::write_bundle(&target, import.resources)?;
+    println!(
+        "imported LOINC {}: {} terms, {} parts, {} answer lists, {} answers, {} designations into {} ({:.1} s)",
+        s.version,
+        s.terms,
+        s.parts,
+        s.answer_lists,
+        s.answers,
+        s.designations,
+        target.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// Options of `thoth import icd10cm`.
 #[derive(clap::Args, Debug)]
-pub struct Icd10cmArgs {}
+pub struct Icd10cmArgs {
+    /// CDC's ICD-10-CM tabular XML (`icd10cm-tabular-<year>.xml`, plain or gzip), from the "Code Tables, Tabular
+    /// and Index" zip at https://www.cdc.gov/nchs/icd/icd-10-cm/files.html.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+}
 
-pub fn import_icd10cm(_global: &GlobalArgs, _args: Icd10cmArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`thoth import icd10cm` is not available in this build yet")
+/// Converts CDC's tabular XML into `<data>/terminology/icd10cm.json`.
+pub fn import_icd10cm(global: &GlobalArgs, args: Icd10cmArgs) -> anyhow::Result<()> {
+    let data_dir = global.data_dir()?;
+    let started = std::time::Instant::now();
+    let (cs, s) = terminology::import_icd10cm(&args.file)?;
+    let target = terminology_file(&data_dir, "icd10cm.json");
+    terminology::write_bundle(&target, vec![cs])?;
+    println!(
+        "imported ICD-10-CM {}: {} chapters, {} blocks, {} categories and codes, {} codes with a 7th character, {} billable, into {} ({:.1} s)",
+        s.version,
+        s.chapters,
+        s.blocks,
+        s.codes,
+        s.seventh_character_codes,
+        s.billable,
+        target.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }

@@ -5,6 +5,7 @@ mod crash;
 mod fhir_protoc;
 mod hl7_cli;
 mod serve;
+mod terminology;
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -43,12 +44,18 @@ impl Server {
             .arg("--mllp")
             .arg(format!("127.0.0.1:{mllp}"))
             .env("RUST_LOG", "warn")
+            .env("THOTH_OFFLINE", "true")
             .stdout(Stdio::null())
             .stderr(log);
         if let Some(c) = config {
             cmd.arg("--config").arg(c);
         }
         let child = cmd.spawn().expect("spawn thoth serve");
+        Server::adopt(child, data, http, mllp)
+    }
+
+    /// A `thoth serve` started by the caller (logging to `data/serve.log`), once it listens.
+    pub fn adopt(child: Child, data: &Path, http: u16, mllp: u16) -> Server {
         let server = Server { child, http, mllp };
         server.wait_ready(data);
         server

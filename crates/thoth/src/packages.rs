@@ -1,0 +1,231 @@
+//! FHIR packages from an npm-style registry: resolve `name@version`, download the tarball with a progress bar,
+//! check it against a pinned (or the registry's) sha512 `dist.integrity`, and cache it as
+//! `<data>/packages/<name>-<version>.tgz`, where `thoth serve` loads it.
+
+use anyhow::{Context, bail};
+use sha2::{Digest, Sha512};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The default package registry (the registry FHIR packages are published to besides packages.fhir.org).
+pub const DEFAULT_REGISTRY: &str = "https://registry.npmjs.org";
+
+/// A package version pinned by the npm registry's `dist.integrity` (sha512 of the tarball, base64) and
+/// `dist.shasum` (sha1, hex; recorded for reference, the sha512 is what we check).
+#[derive(Debug, Clone, Copy)]
+pub struct Pinned {
+    /// Package name.
+    pub name: &'static str,
+    /// Version.
+    pub version: &'static str,
+    /// `dist.integrity`.
+    pub integrity: &'static str,
+    /// `dist.shasum`.
+    pub shasum: &'static str,
+}
+
+/// The open content `thoth serve` fetches on a fresh data directory. The FHIR R4 core definitions come as
+/// `hl7.fhir.r4.examples` 4.0.1: `hl7.fhir.r4.core` is published only on packages.fhir.org, not on the npm
+/// registry, and the examples package carries the same CodeSystems, ValueSets and ConceptMaps (in its
+/// definition bundles). Values from `https://registry.npmjs.org/<name>/<version>` (`dist`).
+pub const OPEN_CONTENT: &[Pinned] = &[
+    Pinned {
+        name: "hl7.fhir.r4.examples",
+        version: "4.0.1",
+        integrity: "sha512-DXBdIZOeQaSKIgCU7w6HOC7sw/6BzylmipLkBW4f//pT+Bc94x+8LImwTdvaNThPJoOzpBzvxAzNqjeu3X/zLw==",
+        shasum: "537ea7db3f3c7b3575fe2eaa7808bad21261cca3",
+    },
+    Pinned {
+        name: "hl7.terminology.r4",
+        version: "7.0.1",
+        integrity: "sha512-UamZUcARk/TEaJb7X0hDyANmC7bCv0Jof0u0uGIOB2O9VQX0uV45Vf4EyONHM6Sejv6q7sXEAzKAQsgw1Cld3A==",
+        shasum: "821279c60ef8564f7bd61403738de1a3dd26afda",
+    },
+];
+
+/// Where `name@version` is cached.
+pub fn cache_path(data_dir: &Path, name: &str, version: &str) -> PathBuf {
+    data_dir
+        .join("packages")
+        .join(format!("{name}-{version}.tgz"))
+}
+
+/// What [`fetch`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fetched {
+    /// The package was already in the cache (and, when pinned, matched its checksum).
+    Cached(PathBuf),
+    /// Downloaded and verified.
+    Downloaded(PathBuf),
+}
+
+/// Makes sure `name@version` is in the cache, downloading it from `registry` when missing. The tarball must
+/// match `pinned` when given, else the registry's own `dist.integrity`; a mismatch is refused and nothing is
+/// written. `progress` shows a download bar on a terminal.
+pub fn fetch(
+    data_dir: &Path,
+    registry: &str,
+    name: &str,
+    version: &str,
+    pinned: Option<&str>,
+    progress: bool,
+) -> anyhow::Result<Fetched> {
+    let target = cache_path(data_dir, name, version);
+    if target.exists() {
+        match pinned {
+            Some(want) if integrity_of(&std::fs::read(&target)?) != want => {
+                tracing::warn!(
+                    "{} does not match the pinned checksum; downloading it again",
+                    target.display()
+                );
+            }
+            _ => return Ok(Fetched::Cached(target)),
+        }
+    }
+    let client = reqwest::blocking::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(600))
+        .user_agent(concat!("thoth/", env!("CARGO_PKG_VERSION")))
+        .build()?;
+    let meta_url = format!("{}/{name}/{version}", registry.trim_end_matches('/'));
+    let meta: serde_json::Value = client
+        .get(&meta_url)
+        .send()
+        .and_then(|r| r.error_for_status())
+        .with_context(|| format!("cannot reach the package registry at {meta_url}"))?
+        .json()
+        .with_context(|| format!("{meta_url} did not answer package metadata"))?;
+    let tarball = meta["dist"]["tarball"]
+        .as_str()
+        .with_context(|| format!("{meta_url}: no dist.tarball"))?;
+    let expected = match (pinned, meta["dist"]["integrity"].as_str()) {
+        (Some(p), _) => p.to_string(),
+        (None, Some(i)) if i.starts_with("sha512-") => i.to_string(),
+        _ => bail!("{meta_url}: no sha512 dist.integrity to check the download against"),
+    };
+    let mut response = client
+        .get(tarball)
+        .send()
+        .and_then(|r| r.error_for_status())
+        .with_context(|| format!("downloading {tarball}"))?;
+    let bar = if progress {
+        let bar = indicatif::ProgressBar::new(response.content_length().unwrap_or(0));
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg:40!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar.set_message(format!("{name}@{version}"));
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut bytes = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = response
+            .read(&mut buf)
+            .with_context(|| format!("downloading {tarball}"))?;
+        if n == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&buf[..n]);
+        bar.set_position(bytes.len() as u64);
+    }
+    bar.finish_and_clear();
+    let got = integrity_of(&bytes);
+    if got != expected {
+        bail!(
+            "{name}@{version} from {tarball} does not match its checksum (expected {expected}, got {got}): refused"
+        );
+    }
+    let dir = target.parent().context("cache path has no parent")?;
+    std::fs::create_dir_all(dir)?;
+    let tmp = target.with_extension("tgz.partial");
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(&bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, &target)?;
+    Ok(Fetched::Downloaded(target))
+}
+
+/// Fetches every [`OPEN_CONTENT`] package that is not cached yet. Failures (offline, checksum mismatch) are
+/// logged with what is missing and how to add it; the server starts with what it has.
+pub fn ensure_open_content(data_dir: &Path, registry: &str) {
+    for p in OPEN_CONTENT {
+        match fetch(
+            data_dir,
+            registry,
+            p.name,
+            p.version,
+            Some(p.integrity),
+            true,
+        ) {
+            Ok(Fetched::Cached(_)) => {}
+            Ok(Fetched::Downloaded(path)) => {
+                tracing::info!(package = %format!("{}@{}", p.name, p.version), sha1 = p.shasum, path = %path.display(), "FHIR package downloaded")
+            }
+            Err(e) => tracing::warn!(
+                "FHIR package {}@{} is missing and could not be fetched ({e:#}); serving without it. Retry with `thoth import fhir-package {}@{}` or a local .tgz",
+                p.name,
+                p.version,
+                p.name,
+                p.version
+            ),
+        }
+    }
+}
+
+/// The pinned checksum of `name@version`, if it is one of [`OPEN_CONTENT`].
+pub fn pinned_integrity(name: &str, version: &str) -> Option<&'static str> {
+    OPEN_CONTENT
+        .iter()
+        .find(|p| p.name == name && p.version == version)
+        .map(|p| p.integrity)
+}
+
+/// npm's `dist.integrity` form: `sha512-` and the base64 of the digest.
+pub fn integrity_of(bytes: &[u8]) -> String {
+    format!("sha512-{}", base64(&Sha512::digest(bytes)))
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (input, want) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(input.as_bytes()), want);
+        }
+    }
+}
