@@ -1,9 +1,10 @@
 //! How messages get stored, acknowledged and forwarded without loss: the interface engine behind `thoth serve`.
 //!
 //! Every inbound message is parsed leniently ([`hl7v2::Message::parse`]), stored as the exact bytes received in an
-//! embedded redb database, and acknowledged only once the write is durable (by default; see [`AckTiming`]). One
-//! writer thread commits whatever is queued in one transaction, so concurrent connections share each fsync
-//! (group commit). Unparseable input is stored too and answered AR/CR with ERR segments; original or enhanced
+//! append-only message log with its header and indexes in an embedded redb database, and acknowledged only once
+//! the log is synced (by default; see [`AckTiming`]). One writer thread logs and commits whatever is queued as one
+//! batch, so concurrent connections share each `fdatasync` (group commit); after a crash the tables are brought up
+//! to date from the log. Unparseable input is stored too and answered AR/CR with ERR segments; original or enhanced
 //! acknowledgement mode follows MSH-15/MSH-16. The same sender and MSH-10 within a window is a duplicate: counted,
 //! and dropped or routed by configuration. Routes from TOML ([`EngineConfig`]) deliver to MLLP, HTTP or a directory
 //! with at-least-once semantics: retries with backoff, ACKs matched on MSA-2, dead-lettering after N failures; the
@@ -31,6 +32,7 @@ mod engine;
 mod error;
 mod index;
 mod load;
+mod log;
 mod record;
 mod route;
 mod store;

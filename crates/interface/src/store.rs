@@ -1,14 +1,20 @@
-//! The durable message store: redb tables, written by one thread that commits batches (group commit).
+//! The durable message store: an append-only log ([`crate::log`]) that holds the raw bytes and is the durable
+//! point, and redb tables (headers, indexes, deliveries) brought up to date from it, written by one thread that
+//! commits batches (group commit).
 //!
 //! Every write goes through the writer thread. It takes one operation, then whatever else is already queued (up to
-//! a batch limit), applies them all in one write transaction and commits once: with N connections waiting, one
-//! fsync covers N messages. Replies are sent only after the commit returned, so "acknowledged" implies "durable".
-//! Reads use their own read transactions and never wait for the writer (MVCC).
+//! a batch limit), applies them all to one redb write transaction, appends one log record per operation, syncs the
+//! log once and then commits the transaction without a sync of its own: with N connections waiting, one
+//! `fdatasync` of the log covers N messages. Replies are sent only after that, so "acknowledged" implies "in the
+//! synced log" and "visible to readers" implies the same. Once a second (and on close) a checkpoint makes the redb
+//! tables durable, recording the log position they cover; after a crash, [`Store::open`] replays the log from
+//! there. Reads use their own read transactions and never wait for the writer (MVCC).
 
 use crate::config::StoreConfig;
 use crate::counters::Counters;
 use crate::error::EngineError;
 use crate::index;
+use crate::log::{Loc, Log, LogReader, Pos, SEGMENT_HEADER};
 use crate::record::{
     Attempt, Delivery, DeliveryStatus, MessageId, MessageSummary, Page, Query, Status,
     StoredMessage,
@@ -22,8 +28,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
-/// Raw bytes as received, by message id.
+/// Raw bytes as received, by message id: stores of format 1 and 2 only. Format 3 keeps them in the log.
 const RAW: TableDefinition<u64, &[u8]> = TableDefinition::new("raw");
+/// Where a message's log record is: (segment, offset, length).
+const RAW_AT: TableDefinition<u64, (u64, u64, u64)> = TableDefinition::new("raw_at");
 /// [`MetaRecord`] (JSON) by message id.
 pub(crate) const META: TableDefinition<u64, &[u8]> = TableDefinition::new("meta");
 /// `sender \x1f control id` -> (first message id, received ms): duplicate detection.
@@ -32,13 +40,21 @@ const DEDUP: TableDefinition<&str, (u64, u64)> = TableDefinition::new("dedup");
 const DELIVERY: TableDefinition<(u64, &str), &[u8]> = TableDefinition::new("delivery");
 /// The deliveries still to be made, so that a restart finds them without scanning every delivery.
 const PENDING: TableDefinition<(u64, &str), ()> = TableDefinition::new("pending");
-/// Format version and other facts about the store.
+/// Format version, and the log position the tables cover (`log_segment`, `log_offset`, `log_batch`).
 const INFO: TableDefinition<&str, u64> = TableDefinition::new("info");
 
 /// Bump when the layout of a table or record changes incompatibly. 2: the secondary indexes ([`crate::index`]);
-/// a version 1 store gets them built when it is opened.
-pub(crate) const FORMAT_VERSION: u64 = 2;
+/// a version 1 store gets them built when it is opened. 3: raw bytes in the log, `raw_at` their location; a
+/// version 1 or 2 store keeps its older messages' bytes in `raw` and takes new ones in the log.
+pub(crate) const FORMAT_VERSION: u64 = 3;
 const MAX_BATCH: usize = 4096;
+/// How often the redb tables are made durable (a checkpoint): bounds how much log a restart after a crash
+/// replays, and, without `durable`, how much a machine crash can lose.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+/// Log record kinds (the first payload byte; 0 is the log's seal).
+const REC_INSERT: u8 = 1;
+const REC_ATTEMPT: u8 = 2;
+const REC_REQUEUE: u8 = 3;
 const MAX_HISTORY: usize = 50;
 /// The longest a durable commit waits to gather more messages ([`gather`]).
 const MAX_GATHER: Duration = Duration::from_millis(2);
@@ -74,6 +90,66 @@ struct DeliveryRecord {
     status: String,
     attempts: u32,
     history: Vec<AttemptRecord>,
+}
+
+/// The log record of a stored message, as decided by the writer: replaying it needs no other state.
+#[derive(Debug, Serialize, Deserialize)]
+struct LogInsert {
+    id: u64,
+    meta: MetaRecord,
+    /// The duplicate-detection key to point at this message (it is the first with its key in the window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dedup: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    routes: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct LogAttempt {
+    id: u64,
+    route: String,
+    at_ms: u64,
+    detail: String,
+    outcome: u8,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct LogRequeue {
+    id: u64,
+    routes: Vec<String>,
+    at_ms: u64,
+}
+
+/// Insert payload: kind, header length (u32 LE), header JSON, then the raw bytes.
+fn encode_insert(rec: &LogInsert, raw: &[u8]) -> Result<Vec<u8>, EngineError> {
+    let header = serde_json::to_vec(rec).map_err(|e| EngineError::store("encode", e))?;
+    let mut out = Vec::with_capacity(5 + header.len() + raw.len());
+    out.push(REC_INSERT);
+    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    out.extend_from_slice(&header);
+    out.extend_from_slice(raw);
+    Ok(out)
+}
+
+/// The header and raw bytes of an insert payload.
+fn decode_insert(payload: &[u8]) -> Option<(&[u8], &[u8])> {
+    let len = u32::from_le_bytes(payload.get(1..5)?.try_into().ok()?) as usize;
+    let header = payload.get(5..5 + len)?;
+    Some((header, &payload[5 + len..]))
+}
+
+fn encode_json(kind: u8, value: &impl Serialize) -> Result<Vec<u8>, EngineError> {
+    let mut out = vec![kind];
+    serde_json::to_writer(&mut out, value).map_err(|e| EngineError::store("encode", e))?;
+    Ok(out)
+}
+
+fn outcome_code(o: Outcome) -> u8 {
+    match o {
+        Outcome::Delivered => 0,
+        Outcome::Retry => 1,
+        Outcome::Dead => 2,
+    }
 }
 
 /// A message to store.
@@ -161,12 +237,14 @@ impl Answer {
 /// The store: cheap to share (`Arc`).
 pub(crate) struct Store {
     db: Arc<Database>,
+    log: Arc<LogReader>,
     tx: std::sync::Mutex<Option<mpsc::Sender<Op>>>,
     writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Store {
-    /// Opens (or creates) `dir/messages.redb` and starts the writer thread.
+    /// Opens (or creates) `dir/messages.redb` and the log in `dir/log`, replays the log past the last checkpoint
+    /// into the tables, and starts the writer thread.
     pub(crate) fn open(
         dir: &Path,
         config: &StoreConfig,
@@ -179,7 +257,16 @@ impl Store {
         };
         std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
         let db = Database::create(&path).map_err(|e| open_err(e.to_string()))?;
-        let next_id = init(&db, &path)?;
+        let (mut next_id, from, from_batch) = init(&db, &path)?;
+        let (log, recovered) = recover(&db, &path, dir, config, from, from_batch, &mut next_id)?;
+        if recovered.records > 0 || recovered.torn_bytes > 0 {
+            tracing::info!(
+                records = recovered.records,
+                torn_bytes = recovered.torn_bytes,
+                "message store recovered from its log"
+            );
+        }
+        let reader = log.reader();
         let db = Arc::new(db);
         let (tx, rx) = mpsc::channel();
         let writer_db = db.clone();
@@ -189,10 +276,20 @@ impl Store {
         };
         let writer = std::thread::Builder::new()
             .name("message-store-writer".into())
-            .spawn(move || run_writer(writer_db, rx, next_id, mode, &counters))
+            .spawn(move || {
+                Writer {
+                    db: writer_db,
+                    log,
+                    next_id,
+                    mode,
+                    failed: None,
+                }
+                .run(rx, &counters)
+            })
             .map_err(|e| open_err(e.to_string()))?;
         Ok(Store {
             db,
+            log: reader,
             tx: std::sync::Mutex::new(Some(tx)),
             writer: std::sync::Mutex::new(Some(writer)),
         })
@@ -264,11 +361,31 @@ impl Store {
             .db
             .begin_read()
             .map_err(|e| EngineError::store("read", e))?;
-        let table = txn
-            .open_table(RAW)
-            .map_err(|e| EngineError::store("read", e))?;
-        let raw = table.get(id.0).map_err(|e| EngineError::store("read", e))?;
-        Ok(raw.map(|v| v.value().to_vec()))
+        self.raw_in(&txn, id.0)
+    }
+
+    /// From the log, or from the `raw` table for a message stored before format 3.
+    fn raw_in(&self, txn: &redb::ReadTransaction, id: u64) -> Result<Option<Vec<u8>>, EngineError> {
+        let e = |e: redb::Error| EngineError::store("read", e);
+        let at = txn.open_table(RAW_AT).map_err(|x| e(x.into()))?;
+        if let Some(v) = at.get(id).map_err(|x| e(x.into()))? {
+            let (segment, offset, len) = v.value();
+            let payload = self.log.read(Loc {
+                segment,
+                offset,
+                len,
+            })?;
+            return match decode_insert(&payload) {
+                Some((_, raw)) if payload[0] == REC_INSERT => Ok(Some(raw.to_vec())),
+                _ => Err(EngineError::store(
+                    "reading the message log",
+                    format!("the record of message {id} is not a message"),
+                )),
+            };
+        }
+        let raw = txn.open_table(RAW).map_err(|x| e(x.into()))?;
+        let v = raw.get(id).map_err(|x| e(x.into()))?;
+        Ok(v.map(|v| v.value().to_vec()))
     }
 
     /// Whether the delivery of `id` to `route` is still to be made.
@@ -313,12 +430,7 @@ impl Store {
             return Ok(None);
         };
         let summary = summary(id.0, &decode_meta(record.value())?);
-        let raw = txn.open_table(RAW).map_err(|x| e(x.into()))?;
-        let raw = raw
-            .get(id.0)
-            .map_err(|x| e(x.into()))?
-            .map(|v| v.value().to_vec())
-            .unwrap_or_default();
+        let raw = self.raw_in(&txn, id.0)?.unwrap_or_default();
         let table = txn.open_table(DELIVERY).map_err(|x| e(x.into()))?;
         let mut deliveries = Vec::new();
         for entry in table
@@ -394,14 +506,17 @@ pub(crate) fn decode_meta(bytes: &[u8]) -> Result<MetaRecord, EngineError> {
     serde_json::from_slice(bytes).map_err(|e| EngineError::store("decoding a message header", e))
 }
 
-/// Creates the tables, checks the format version and returns the next message id.
-fn init(db: &Database, path: &Path) -> Result<u64, EngineError> {
+/// Creates the tables, checks the format version and returns the next message id and the log position (with its
+/// batch number) that the durable tables cover.
+fn init(db: &Database, path: &Path) -> Result<(u64, Pos, u64), EngineError> {
     let e = |x: redb::Error| EngineError::Open {
         path: path.to_path_buf(),
         detail: x.to_string(),
     };
     let txn = db.begin_write().map_err(|x| e(x.into()))?;
     let next;
+    let from;
+    let from_batch;
     let mut upgrade_from_1 = false;
     {
         let mut info = txn.open_table(INFO).map_err(|x| e(x.into()))?;
@@ -410,7 +525,7 @@ fn init(db: &Database, path: &Path) -> Result<u64, EngineError> {
             .map_err(|x| e(x.into()))?
             .map(|v| v.value());
         match found {
-            Some(FORMAT_VERSION) => {}
+            Some(FORMAT_VERSION) | Some(2) | None => {}
             Some(1) => upgrade_from_1 = true,
             Some(v) => {
                 return Err(EngineError::IncompatibleFormat {
@@ -419,16 +534,30 @@ fn init(db: &Database, path: &Path) -> Result<u64, EngineError> {
                     expected: FORMAT_VERSION,
                 });
             }
-            None => {}
+        }
+        if found.is_some_and(|v| v < FORMAT_VERSION) {
+            tracing::info!(
+                from = found.unwrap_or(0),
+                "message store upgraded to format {FORMAT_VERSION}: new messages' bytes go to the log"
+            );
         }
         info.insert("format", FORMAT_VERSION)
             .map_err(|x| e(x.into()))?;
-        let raw = txn.open_table(RAW).map_err(|x| e(x.into()))?;
-        next = raw
+        let get = |k: &str| -> Result<Option<u64>, EngineError> {
+            Ok(info.get(k).map_err(|x| e(x.into()))?.map(|v| v.value()))
+        };
+        from = Pos {
+            segment: get("log_segment")?.unwrap_or(1),
+            offset: get("log_offset")?.unwrap_or(SEGMENT_HEADER),
+        };
+        from_batch = get("log_batch")?.unwrap_or(0);
+        let meta = txn.open_table(META).map_err(|x| e(x.into()))?;
+        next = meta
             .last()
             .map_err(|x| e(x.into()))?
             .map_or(1, |(k, _)| k.value() + 1);
-        txn.open_table(META).map_err(|x| e(x.into()))?;
+        txn.open_table(RAW).map_err(|x| e(x.into()))?;
+        txn.open_table(RAW_AT).map_err(|x| e(x.into()))?;
         txn.open_table(DEDUP).map_err(|x| e(x.into()))?;
         txn.open_table(DELIVERY).map_err(|x| e(x.into()))?;
         txn.open_table(PENDING).map_err(|x| e(x.into()))?;
@@ -436,13 +565,84 @@ fn init(db: &Database, path: &Path) -> Result<u64, EngineError> {
     }
     if upgrade_from_1 {
         let n = index::rebuild(&txn)?;
-        tracing::info!(
-            messages = n,
-            "message store upgraded to format {FORMAT_VERSION}: indexes built"
-        );
+        tracing::info!(messages = n, "message store indexes built");
     }
     txn.commit().map_err(|x| e(x.into()))?;
-    Ok(next)
+    Ok((next, from, from_batch))
+}
+
+/// Opens the log and replays what it holds past `from` into the tables, in one durable transaction.
+fn recover(
+    db: &Database,
+    path: &Path,
+    dir: &Path,
+    config: &StoreConfig,
+    from: Pos,
+    from_batch: u64,
+    next_id: &mut u64,
+) -> Result<(Log, crate::log::Recovered), EngineError> {
+    let e = |x: redb::Error| EngineError::Open {
+        path: path.to_path_buf(),
+        detail: x.to_string(),
+    };
+    let mut txn = db.begin_write().map_err(|x| e(x.into()))?;
+    let _ = txn.set_durability(Durability::Immediate);
+    let max_segment = config.log_segment_mib.clamp(1, 4096) << 20;
+    let (log, recovered) = Log::open(&dir.join("log"), max_segment, from, from_batch, |loc, p| {
+        replay(&txn, loc, p, next_id)
+    })?;
+    mark(&txn, &log).map_err(e)?;
+    txn.commit().map_err(|x| e(x.into()))?;
+    Ok((log, recovered))
+}
+
+/// Applies one log record to the tables (recovery after a crash).
+fn replay(
+    txn: &redb::WriteTransaction,
+    loc: Loc,
+    payload: &[u8],
+    next_id: &mut u64,
+) -> Result<(), EngineError> {
+    let bad = |detail: String| EngineError::store("replaying the message log", detail);
+    match payload[0] {
+        REC_INSERT => {
+            let (header, _) = decode_insert(payload).ok_or_else(|| bad("short insert".into()))?;
+            let rec: LogInsert = serde_json::from_slice(header).map_err(|x| bad(x.to_string()))?;
+            write_insert(txn, &rec)?;
+            txn.open_table(RAW_AT)
+                .map_err(w)?
+                .insert(rec.id, (loc.segment, loc.offset, loc.len))
+                .map_err(w)?;
+            *next_id = (*next_id).max(rec.id + 1);
+        }
+        REC_ATTEMPT => {
+            let a: LogAttempt =
+                serde_json::from_slice(&payload[1..]).map_err(|x| bad(x.to_string()))?;
+            let outcome = match a.outcome {
+                0 => Outcome::Delivered,
+                1 => Outcome::Retry,
+                _ => Outcome::Dead,
+            };
+            attempt(txn, a.id, &a.route, a.at_ms, a.detail, outcome)?;
+        }
+        REC_REQUEUE => {
+            let r: LogRequeue =
+                serde_json::from_slice(&payload[1..]).map_err(|x| bad(x.to_string()))?;
+            requeue(txn, r.id, r.routes, r.at_ms)?;
+        }
+        kind => return Err(bad(format!("unknown record kind {kind}"))),
+    }
+    Ok(())
+}
+
+/// Records in the transaction the log position it covers: whichever commit becomes durable says where replay starts.
+fn mark(txn: &redb::WriteTransaction, log: &Log) -> Result<(), redb::Error> {
+    let end = log.end();
+    let mut info = txn.open_table(INFO)?;
+    info.insert("log_segment", end.segment)?;
+    info.insert("log_offset", end.offset)?;
+    info.insert("log_batch", log.batch())?;
+    Ok(())
 }
 
 /// How the writer commits.
@@ -452,68 +652,218 @@ struct WriteMode {
     quick_repair: bool,
 }
 
-fn run_writer(
+/// The writer thread's state.
+struct Writer {
     db: Arc<Database>,
-    rx: mpsc::Receiver<Op>,
-    mut next_id: u64,
+    log: Log,
+    next_id: u64,
     mode: WriteMode,
-    counters: &Counters,
-) {
-    let mut last_sync = Instant::now();
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    // What a durable commit costs lately (a moving average), and how many writers took part in the last cycle (the
-    // batch committed plus what arrived meanwhile): together they decide how long to gather before an fsync.
-    let mut commit_cost = Duration::ZERO;
-    let mut expected = 1;
-    loop {
-        if batch.is_empty() {
-            match rx.recv() {
-                Ok(op) => batch.push(op),
-                Err(_) => break,
-            }
-        }
-        take_queued(&rx, &mut batch);
-        // Non-durable mode still makes a durable commit at least once a second, which bounds what a crash loses
-        // and lets redb reclaim pages.
-        let sync = mode.durable || last_sync.elapsed() > Duration::from_secs(1);
-        if sync && batch.len() < expected {
-            gather(&rx, &mut batch, expected, (commit_cost / 2).min(MAX_GATHER));
-        }
-        let size = batch.len();
-        let before = next_id;
-        let began = Instant::now();
-        let result = apply_batch(&db, &mut batch, &mut next_id, sync, mode.quick_repair);
-        let took = began.elapsed();
-        counters.commit_latency.observe(took);
-        Counters::add(&counters.commits, 1);
-        Counters::add(&counters.committed_ops, size as u64);
-        if sync {
-            Counters::add(&counters.durable_commits, 1);
-            commit_cost = (commit_cost * 3 + took) / 4;
-        }
-        match result {
-            Ok(answers) => {
-                if sync {
-                    last_sync = Instant::now();
-                }
-                for a in answers {
-                    a.send(None);
+    /// Why the store takes no more writes: the log failed to write or sync, after which what the disk holds is
+    /// unknown (a retried `fsync` can report success for pages it already dropped), or a commit failed after its
+    /// records were logged. A restart recovers from what the log holds.
+    failed: Option<String>,
+}
+
+impl Writer {
+    fn run(mut self, rx: mpsc::Receiver<Op>, counters: &Counters) {
+        let mut last_checkpoint = Instant::now();
+        let mut dirty = false;
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        // What a synced commit costs lately (a moving average), and how many writers took part in the last cycle
+        // (the batch committed plus what arrived meanwhile): together they decide how long to gather before a sync.
+        let mut commit_cost = Duration::ZERO;
+        let mut expected = 1;
+        loop {
+            if batch.is_empty() {
+                let op = if dirty {
+                    let left = CHECKPOINT_EVERY.saturating_sub(last_checkpoint.elapsed());
+                    match rx.recv_timeout(left) {
+                        Ok(op) => Some(op),
+                        Err(mpsc::RecvTimeoutError::Timeout) => None,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                } else {
+                    match rx.recv() {
+                        Ok(op) => Some(op),
+                        Err(_) => break,
+                    }
+                };
+                match op {
+                    Some(op) => batch.push(op),
+                    None => {
+                        // Idle with tables not yet durable: checkpoint now rather than at the next write.
+                        self.checkpoint();
+                        last_checkpoint = Instant::now();
+                        dirty = false;
+                        continue;
+                    }
                 }
             }
-            Err((answers, err)) => {
-                tracing::error!("message store commit failed: {err}");
-                next_id = before;
-                for a in answers {
-                    a.send(Some(&err));
+            take_queued(&rx, &mut batch);
+            let checkpoint = last_checkpoint.elapsed() >= CHECKPOINT_EVERY;
+            let sync = self.mode.durable || checkpoint;
+            if sync && batch.len() < expected {
+                gather(&rx, &mut batch, expected, (commit_cost / 2).min(MAX_GATHER));
+            }
+            let size = batch.len();
+            let began = Instant::now();
+            let result = self.apply_batch(&mut batch, sync, checkpoint);
+            let took = began.elapsed();
+            counters.commit_latency.observe(took);
+            Counters::add(&counters.commits, 1);
+            Counters::add(&counters.committed_ops, size as u64);
+            if sync {
+                Counters::add(&counters.durable_commits, 1);
+                commit_cost = (commit_cost * 3 + took) / 4;
+            }
+            match result {
+                Ok(answers) => {
+                    if checkpoint {
+                        last_checkpoint = Instant::now();
+                        dirty = false;
+                    } else {
+                        dirty = true;
+                    }
+                    for a in answers {
+                        a.send(None);
+                    }
+                }
+                Err((answers, err)) => {
+                    tracing::error!("message store commit failed: {err}");
+                    for a in answers {
+                        a.send(Some(&err));
+                    }
                 }
             }
+            take_queued(&rx, &mut batch);
+            expected = (size + batch.len()).min(MAX_BATCH);
         }
-        take_queued(&rx, &mut batch);
-        expected = (size + batch.len()).min(MAX_BATCH);
+        // The channel is closed: make everything durable before the process exits.
+        self.checkpoint();
     }
-    // The channel is closed: make everything durable before the process exits.
-    if let Ok(txn) = db.begin_write() {
-        let _ = txn.commit();
+
+    /// Syncs the log and makes the tables durable, recording the log position they cover.
+    fn checkpoint(&mut self) {
+        if self.failed.is_some() {
+            return;
+        }
+        if let Err(e) = self.log.sync() {
+            self.fail(format!("syncing the message log: {e}"));
+            return;
+        }
+        let done = (|| -> Result<(), redb::Error> {
+            let mut txn = self.db.begin_write()?;
+            let _ = txn.set_durability(Durability::Immediate);
+            txn.set_quick_repair(self.mode.quick_repair);
+            mark(&txn, &self.log)?;
+            txn.commit()?;
+            Ok(())
+        })();
+        if let Err(e) = done {
+            // The log still has everything: the next checkpoint or a restart catches up.
+            tracing::error!("message store checkpoint failed: {e}");
+        }
+    }
+
+    fn fail(&mut self, why: String) {
+        tracing::error!("message store stops taking writes: {why}");
+        self.failed = Some(why);
+    }
+
+    /// Applies a batch to one transaction, logs it (synced when `sync`), then commits the transaction (durably at
+    /// a checkpoint). Nothing is visible to readers, and nobody is answered, before the log write.
+    fn apply_batch(&mut self, batch: &mut Vec<Op>, sync: bool, checkpoint: bool) -> BatchResult {
+        let mut answers = Vec::with_capacity(batch.len());
+        if let Some(why) = &self.failed {
+            let err = EngineError::store(
+                "write",
+                format!("the store stopped taking writes ({why}); restart to recover from the log"),
+            );
+            answers.extend(batch.drain(..).map(unapplied));
+            return Err((answers, err));
+        }
+        let before = self.next_id;
+        let mut failed = None;
+        let txn = match self.db.begin_write() {
+            Ok(mut txn) => {
+                let level = if checkpoint {
+                    Durability::Immediate
+                } else {
+                    Durability::None
+                };
+                let _ = txn.set_durability(level);
+                // On, a checkpoint also saves the allocator state (a second fsync, once a second) and reopening
+                // after a crash needs no repair pass over the file.
+                txn.set_quick_repair(checkpoint && self.mode.quick_repair);
+                Some(txn)
+            }
+            Err(e) => {
+                failed = Some(EngineError::store("begin write", e));
+                None
+            }
+        };
+        let mut payloads = Vec::with_capacity(batch.len());
+        // (message id, index of its record in `payloads`)
+        let mut raws = Vec::new();
+        for op in batch.drain(..) {
+            match (&txn, &failed) {
+                (Some(txn), None) => match apply(txn, op, &mut self.next_id) {
+                    Ok((answer, payload, raw_of)) => {
+                        if let Some(id) = raw_of {
+                            raws.push((id, payloads.len()));
+                        }
+                        payloads.push(payload);
+                        answers.push(answer);
+                    }
+                    Err((answer, e)) => {
+                        answers.push(answer);
+                        failed = Some(e);
+                    }
+                },
+                _ => answers.push(unapplied(op)),
+            }
+        }
+        let abort = |txn: Option<redb::WriteTransaction>| {
+            if let Some(txn) = txn {
+                let _ = txn.abort();
+            }
+        };
+        if let Some(e) = failed {
+            abort(txn);
+            self.next_id = before;
+            return Err((answers, e));
+        }
+        let txn = txn.expect("a transaction when nothing failed");
+        let locs = match self.log.append(&payloads, sync) {
+            Ok(locs) => locs,
+            Err(e) => {
+                abort(Some(txn));
+                self.next_id = before;
+                let why = format!("writing the message log: {e}");
+                self.fail(why.clone());
+                return Err((answers, EngineError::store("write", why)));
+            }
+        };
+        let located = (|| -> Result<(), redb::Error> {
+            let mut at = txn.open_table(RAW_AT)?;
+            for (id, i) in raws {
+                let l = locs[i];
+                at.insert(id, (l.segment, l.offset, l.len))?;
+            }
+            drop(at);
+            mark(&txn, &self.log)
+        })();
+        let committed = located.and_then(|()| Ok(txn.commit()?));
+        match committed {
+            Ok(()) => Ok(answers),
+            Err(e) => {
+                // The log has records the tables lack, under ids that would be handed out again: stop here and let
+                // a restart replay them.
+                let why = format!("committing after the log write: {e}");
+                self.fail(why.clone());
+                Err((answers, EngineError::store("commit", why)))
+            }
+        }
     }
 }
 
@@ -550,58 +900,6 @@ fn gather(rx: &mpsc::Receiver<Op>, batch: &mut Vec<Op>, expected: usize, window:
 
 type BatchResult = Result<Vec<Answer>, (Vec<Answer>, EngineError)>;
 
-fn apply_batch(
-    db: &Database,
-    batch: &mut Vec<Op>,
-    next_id: &mut u64,
-    sync: bool,
-    quick_repair: bool,
-) -> BatchResult {
-    let mut answers = Vec::with_capacity(batch.len());
-    let mut failed = None;
-    let txn = match db.begin_write() {
-        Ok(mut txn) => {
-            let level = if sync {
-                Durability::Immediate
-            } else {
-                Durability::None
-            };
-            let _ = txn.set_durability(level);
-            // Off (the default), a commit is one fsync (redb's one-phase commit with checksums) and opening after
-            // a crash repairs the file; on, a commit also saves the allocator state and takes a second fsync.
-            txn.set_quick_repair(quick_repair);
-            Some(txn)
-        }
-        Err(e) => {
-            failed = Some(EngineError::store("begin write", e));
-            None
-        }
-    };
-    for op in batch.drain(..) {
-        match (&txn, &failed) {
-            (Some(txn), None) => match apply(txn, op, next_id) {
-                Ok(answer) => answers.push(answer),
-                Err((answer, e)) => {
-                    answers.push(answer);
-                    failed = Some(e);
-                }
-            },
-            _ => answers.push(unapplied(op)),
-        }
-    }
-    if let Some(e) = failed {
-        if let Some(txn) = txn {
-            let _ = txn.abort();
-        }
-        return Err((answers, e));
-    }
-    let txn = txn.expect("a transaction when nothing failed");
-    match txn.commit() {
-        Ok(()) => Ok(answers),
-        Err(e) => Err((answers, EngineError::store("commit", e))),
-    }
-}
-
 fn unapplied(op: Op) -> Answer {
     match op {
         Op::Insert(_, tx) => Answer::Inserted(
@@ -617,14 +915,20 @@ fn unapplied(op: Op) -> Answer {
     }
 }
 
+/// Applies one operation: its answer, its log record, and the message id when the record holds raw bytes.
+type Applied = (Answer, Vec<u8>, Option<u64>);
+
 fn apply(
     txn: &redb::WriteTransaction,
     op: Op,
     next_id: &mut u64,
-) -> Result<Answer, (Answer, EngineError)> {
+) -> Result<Applied, (Answer, EngineError)> {
     match op {
         Op::Insert(msg, tx) => match insert(txn, *msg, next_id) {
-            Ok(v) => Ok(Answer::Inserted(tx, v)),
+            Ok((v, payload)) => {
+                let id = v.id.0;
+                Ok((Answer::Inserted(tx, v), payload, Some(id)))
+            }
             Err(e) => Err((unapplied(Op::Insert(Box::new(empty_message()), tx)), e)),
         },
         Op::Attempt {
@@ -634,19 +938,39 @@ fn apply(
             detail,
             outcome,
             done,
-        } => match attempt(txn, id, &route, at_ms, detail, outcome) {
-            Ok(()) => Ok(Answer::Done(done)),
-            Err(e) => Err((Answer::Done(done), e)),
-        },
+        } => {
+            let record = LogAttempt {
+                id,
+                route,
+                at_ms,
+                detail,
+                outcome: outcome_code(outcome),
+            };
+            let payload = match encode_json(REC_ATTEMPT, &record) {
+                Ok(p) => p,
+                Err(e) => return Err((Answer::Done(done), e)),
+            };
+            match attempt(txn, id, &record.route, at_ms, record.detail, outcome) {
+                Ok(()) => Ok((Answer::Done(done), payload, None)),
+                Err(e) => Err((Answer::Done(done), e)),
+            }
+        }
         Op::Requeue {
             id,
             routes,
             at_ms,
             done,
-        } => match requeue(txn, id, routes, at_ms) {
-            Ok(v) => Ok(Answer::Requeued(done, v)),
-            Err(e) => Err((Answer::Requeued(done, Vec::new()), e)),
-        },
+        } => {
+            let record = LogRequeue { id, routes, at_ms };
+            let payload = match encode_json(REC_REQUEUE, &record) {
+                Ok(p) => p,
+                Err(e) => return Err((Answer::Requeued(done, Vec::new()), e)),
+            };
+            match requeue(txn, id, record.routes, at_ms) {
+                Ok(v) => Ok((Answer::Requeued(done, v), payload, None)),
+                Err(e) => Err((Answer::Requeued(done, Vec::new()), e)),
+            }
+        }
     }
 }
 
@@ -665,26 +989,25 @@ fn w(e: impl Into<redb::Error>) -> EngineError {
     EngineError::store("write", e.into())
 }
 
+/// Decides what storing `msg` means (its id, whether it duplicates an earlier one, its status and routes), writes
+/// that to the tables and returns it with its log record.
 fn insert(
     txn: &redb::WriteTransaction,
     msg: NewMessage,
     next_id: &mut u64,
-) -> Result<Inserted, EngineError> {
+) -> Result<(Inserted, Vec<u8>), EngineError> {
     let id = *next_id;
     let mut meta = msg.meta;
     let mut duplicate_of = None;
-    if let Some(key) = &msg.dedup_key {
-        let mut dedup = txn.open_table(DEDUP).map_err(w)?;
-        let seen = dedup.get(key.as_str()).map_err(w)?.map(|v| v.value());
+    let mut dedup = None;
+    if let Some(key) = msg.dedup_key {
+        let table = txn.open_table(DEDUP).map_err(w)?;
+        let seen = table.get(key.as_str()).map_err(w)?.map(|v| v.value());
         match seen {
             Some((first, at)) if meta.received_ms.saturating_sub(at) <= msg.dedup_window_ms => {
                 duplicate_of = Some(first);
             }
-            _ => {
-                dedup
-                    .insert(key.as_str(), (id, meta.received_ms))
-                    .map_err(w)?;
-            }
+            _ => dedup = Some(key),
         }
     }
     meta.duplicate_of = duplicate_of;
@@ -704,17 +1027,41 @@ fn insert(
         .as_str()
         .to_string();
     }
-    txn.open_table(RAW)
-        .map_err(w)?
-        .insert(id, &msg.raw[..])
-        .map_err(w)?;
-    let encoded = serde_json::to_vec(&meta).map_err(|e| EngineError::store("encode", e))?;
+    let rec = LogInsert {
+        id,
+        meta,
+        dedup,
+        routes,
+    };
+    write_insert(txn, &rec)?;
+    let payload = encode_insert(&rec, &msg.raw)?;
+    *next_id += 1;
+    Ok((
+        Inserted {
+            id: MessageId(id),
+            duplicate_of: duplicate_of.map(MessageId),
+            routes: rec.routes,
+        },
+        payload,
+    ))
+}
+
+/// Writes a decided insert to the tables (all but `raw_at`, which needs the log position).
+fn write_insert(txn: &redb::WriteTransaction, rec: &LogInsert) -> Result<(), EngineError> {
+    let id = rec.id;
+    if let Some(key) = &rec.dedup {
+        txn.open_table(DEDUP)
+            .map_err(w)?
+            .insert(key.as_str(), (id, rec.meta.received_ms))
+            .map_err(w)?;
+    }
+    let encoded = serde_json::to_vec(&rec.meta).map_err(|e| EngineError::store("encode", e))?;
     txn.open_table(META)
         .map_err(w)?
         .insert(id, &encoded[..])
         .map_err(w)?;
-    index::add(txn, id, &meta)?;
-    if !routes.is_empty() {
+    index::add(txn, id, &rec.meta)?;
+    if !rec.routes.is_empty() {
         let mut deliveries = txn.open_table(DELIVERY).map_err(w)?;
         let mut pending = txn.open_table(PENDING).map_err(w)?;
         let record = serde_json::to_vec(&DeliveryRecord {
@@ -723,19 +1070,14 @@ fn insert(
             history: Vec::new(),
         })
         .map_err(|e| EngineError::store("encode", e))?;
-        for route in &routes {
+        for route in &rec.routes {
             deliveries
                 .insert((id, route.as_str()), &record[..])
                 .map_err(w)?;
             pending.insert((id, route.as_str()), ()).map_err(w)?;
         }
     }
-    *next_id += 1;
-    Ok(Inserted {
-        id: MessageId(id),
-        duplicate_of: duplicate_of.map(MessageId),
-        routes,
-    })
+    Ok(())
 }
 
 fn push_history(record: &mut DeliveryRecord, attempt: AttemptRecord) {

@@ -5,6 +5,7 @@ mod ack;
 mod api;
 mod duplicates;
 mod group_commit;
+mod recovery;
 mod restart;
 mod routes;
 
