@@ -1220,3 +1220,105 @@ pub(crate) fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(control_id: &str) -> MetaRecord {
+        MetaRecord {
+            received_ms: now_ms(),
+            sender: "LAB".into(),
+            message_type: "ADT".into(),
+            trigger: "A01".into(),
+            control_id: control_id.into(),
+            status: "stored".into(),
+            ..Default::default()
+        }
+    }
+
+    fn open(dir: &Path) -> Result<Store, EngineError> {
+        Store::open(dir, &StoreConfig::default(), Arc::new(Counters::default()))
+    }
+
+    /// A store written by the previous format: its bytes in the `raw` table, no log.
+    fn write_format(dir: &Path, version: u64) {
+        std::fs::create_dir_all(dir).unwrap();
+        let db = Database::create(dir.join("messages.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(INFO)
+            .unwrap()
+            .insert("format", version)
+            .unwrap();
+        txn.open_table(RAW)
+            .unwrap()
+            .insert(1, &b"MSH|^~\\&|LAB|H|||20240101||ADT^A01|OLD-1|P|2.5\r"[..])
+            .unwrap();
+        let m = meta("OLD-1");
+        txn.open_table(META)
+            .unwrap()
+            .insert(1, &serde_json::to_vec(&m).unwrap()[..])
+            .unwrap();
+        index::create(&txn).unwrap();
+        index::add(&txn, 1, &m).unwrap();
+        txn.commit().unwrap();
+    }
+
+    #[test]
+    fn a_format_2_store_is_upgraded_in_place_and_keeps_its_raw_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        write_format(dir, 2);
+        let store = open(dir).unwrap();
+        let old = store.raw(MessageId(1)).unwrap().unwrap();
+        assert!(old.ends_with(b"OLD-1|P|2.5\r"));
+        let new = b"MSH|^~\\&|LAB|H|||20240101||ADT^A01|NEW-1|P|2.5\r";
+        let inserted = store
+            .insert(NewMessage {
+                raw: Bytes::from_static(new),
+                meta: meta("NEW-1"),
+                dedup_key: None,
+                dedup_window_ms: 0,
+                routes: Vec::new(),
+                route_duplicates: false,
+            })
+            .unwrap()
+            .blocking_recv()
+            .unwrap()
+            .unwrap();
+        assert_eq!(inserted.id, MessageId(2));
+        store.close();
+        drop(store);
+
+        let store = open(dir).unwrap();
+        assert_eq!(store.raw(MessageId(1)).unwrap().unwrap(), old);
+        assert_eq!(store.raw(MessageId(2)).unwrap().unwrap(), new);
+        let page = store
+            .list(&Query {
+                message_type: Some("ADT".into()),
+                limit: 10,
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(page.total, 2);
+        let txn = store.db.begin_read().unwrap();
+        let info = txn.open_table(INFO).unwrap();
+        assert_eq!(info.get("format").unwrap().unwrap().value(), FORMAT_VERSION);
+        // The new message's bytes are in the log, not in `raw`.
+        assert!(txn.open_table(RAW).unwrap().get(2).unwrap().is_none());
+        assert!(dir.join("log/0000000001.seg").exists());
+    }
+
+    #[test]
+    fn a_store_of_a_newer_format_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        write_format(tmp.path(), FORMAT_VERSION + 1);
+        match open(tmp.path()) {
+            Err(EngineError::IncompatibleFormat {
+                found, expected, ..
+            }) => assert_eq!((found, expected), (FORMAT_VERSION + 1, FORMAT_VERSION)),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("opened a newer store"),
+        }
+    }
+}
