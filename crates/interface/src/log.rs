@@ -475,6 +475,12 @@ impl Log {
         Ok(locs)
     }
 
+    /// The file to sync for what was written since the last sync, when something was: for a sync made on another
+    /// thread while the caller does other work. The caller must not write again before that sync returned.
+    pub(crate) fn take_unsynced(&mut self) -> Option<Arc<File>> {
+        std::mem::take(&mut self.unsynced).then(|| self.file.clone())
+    }
+
     /// Waits until everything written is on disk.
     pub(crate) fn sync(&mut self) -> io::Result<()> {
         if self.unsynced {

@@ -283,6 +283,7 @@ impl Store {
                     next_id,
                     mode,
                     failed: None,
+                    syncer: Syncer::start(),
                 }
                 .run(rx, &counters)
             })
@@ -662,6 +663,64 @@ struct Writer {
     /// unknown (a retried `fsync` can report success for pages it already dropped), or a commit failed after its
     /// records were logged. A restart recovers from what the log holds.
     failed: Option<String>,
+    syncer: Syncer,
+}
+
+/// A thread that syncs the log while the writer commits the tables: the two waits overlap.
+struct Syncer {
+    files: Option<mpsc::Sender<Arc<std::fs::File>>>,
+    done: mpsc::Receiver<std::io::Result<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Syncer {
+    fn start() -> Syncer {
+        let (files, rx) = mpsc::channel::<Arc<std::fs::File>>();
+        let (tx, done) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("message-log-sync".into())
+            .spawn(move || {
+                for f in rx {
+                    if tx.send(f.sync_data()).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok();
+        Syncer {
+            files: thread.as_ref().map(|_| files),
+            done,
+            thread,
+        }
+    }
+
+    /// Syncs `file`, on the sync thread when there is one; [`Syncer::wait`] answers.
+    fn begin(&self, file: Arc<std::fs::File>) -> Result<(), std::io::Error> {
+        match &self.files {
+            Some(tx) => tx
+                .send(file)
+                .map_err(|_| std::io::Error::other("the log sync thread is gone")),
+            None => file.sync_data(),
+        }
+    }
+
+    fn wait(&self) -> std::io::Result<()> {
+        if self.files.is_none() {
+            return Ok(());
+        }
+        self.done
+            .recv()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the log sync thread is gone")))
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        self.files.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Writer {
@@ -768,6 +827,10 @@ impl Writer {
     fn fail(&mut self, why: String) {
         tracing::error!("message store stops taking writes: {why}");
         self.failed = Some(why);
+        // redb makes its last non-durable commits durable when the database closes; they may name log records
+        // that never reached the disk. Kept open until the process ends, it never closes: a restart recovers from
+        // the last checkpoint and the log instead.
+        std::mem::forget(self.db.clone());
     }
 
     /// Applies a batch to one transaction, logs it (synced when `sync`), then commits the transaction (durably at
@@ -834,7 +897,10 @@ impl Writer {
             return Err((answers, e));
         }
         let txn = txn.expect("a transaction when nothing failed");
-        let locs = match self.log.append(&payloads, sync) {
+        // A checkpoint's commit is durable, so the log must be synced before it; otherwise the sync runs on the
+        // sync thread while the tables commit (without a sync of their own), and answers wait for both.
+        let overlap = sync && !checkpoint;
+        let locs = match self.log.append(&payloads, sync && !overlap) {
             Ok(locs) => locs,
             Err(e) => {
                 abort(Some(txn));
@@ -853,7 +919,28 @@ impl Writer {
             drop(at);
             mark(&txn, &self.log)
         })();
+        let syncing = if overlap {
+            match self.log.take_unsynced().map(|f| self.syncer.begin(f)) {
+                Some(Ok(())) => true,
+                Some(Err(e)) => {
+                    abort(Some(txn));
+                    let why = format!("syncing the message log: {e}");
+                    self.fail(why.clone());
+                    return Err((answers, EngineError::store("write", why)));
+                }
+                None => false,
+            }
+        } else {
+            false
+        };
         let committed = located.and_then(|()| Ok(txn.commit()?));
+        if syncing && let Err(e) = self.syncer.wait() {
+            // Readers may have seen the batch for a moment; nobody was answered, and `fail` keeps the tables
+            // from becoming durable with it.
+            let why = format!("syncing the message log: {e}");
+            self.fail(why.clone());
+            return Err((answers, EngineError::store("write", why)));
+        }
         match committed {
             Ok(()) => Ok(answers),
             Err(e) => {

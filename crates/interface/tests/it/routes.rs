@@ -71,7 +71,14 @@ async fn failures_are_retried_then_dead_lettered_and_replay_requeues() {
     h.wait_status(id, Status::Delivered).await;
     assert_eq!(down.received.lock().unwrap().len(), 2);
 
-    // The counters /metrics exports.
+    // The counters /metrics exports. The last delivery's record is committed without the delivery task waiting
+    // for it: give the writer a moment to count it.
+    for _ in 0..200 {
+        if h.engine.stats().committed_ops >= 10 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let s = h.engine.stats();
     assert_eq!((s.received, s.acked, s.rejected), (2, 2, 0));
     assert_eq!(s.routed, 3, "two messages and one replay");
