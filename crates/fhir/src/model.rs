@@ -104,6 +104,12 @@ pub(crate) enum PrimValue {
     Str(Span),
 }
 
+impl Span {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
 fn range(first: u32, len: u32) -> std::ops::Range<usize> {
     first as usize..first as usize + len as usize
 }
@@ -364,6 +370,11 @@ impl Builder {
                 })
                 .collect(),
         ))
+    }
+
+    /// A string added before (for checks while reading).
+    pub(crate) fn text_of(&self, s: Span) -> &str {
+        std::str::from_utf8(&self.text[range(s.start, s.len)]).unwrap_or_default()
     }
 
     /// Starts a node of type `ty`.

@@ -626,6 +626,17 @@ impl<'a> Decoder<'a> {
                     }
                     (_, LEN) => {
                         let s = self.string(&mut pos, end)?;
+                        // What JSON and XML refuse to read, the binary reader refuses too, so that
+                        // everything it accepts writes back as valid JSON (found by mutating inputs).
+                        if s.is_empty() && ety.extensible_prim() {
+                            return Err(self.err(at, "empty string"));
+                        }
+                        if pk == PrimKind::Decimal {
+                            let text = self.bld.text_of(s);
+                            if !crate::json::is_decimal(text) {
+                                return Err(self.err(at, format!("invalid decimal {text:?}")));
+                            }
+                        }
                         self.bld.push(fi, prim(PrimValue::Str(s)));
                     }
                     _ => return Err(self.err(at, "wrong wire type")),

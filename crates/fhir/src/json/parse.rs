@@ -782,3 +782,37 @@ pub(crate) fn parse_int(lex: &str) -> Option<PrimValue> {
     };
     canonical.then_some(PrimValue::Int(v))
 }
+
+/// A decimal must also be a valid JSON number, so the JSON writer can emit it verbatim.
+pub(crate) fn is_decimal(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    let digits = |i: &mut usize| {
+        let s = *i;
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i > s
+    };
+    if b.get(i) == Some(&b'0') {
+        i += 1;
+    } else if !digits(&mut i) {
+        return false;
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if !digits(&mut i) {
+            return false;
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if !digits(&mut i) {
+            return false;
+        }
+    }
+    i == b.len()
+}

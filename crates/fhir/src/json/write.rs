@@ -76,7 +76,15 @@ impl<'a> Writer<'a> {
                         else {
                             continue;
                         };
-                        self.key(&mut first, t.str(k), false);
+                        // A kept name is any JSON string, so it is escaped (schema names never need it).
+                        if !first {
+                            self.out.push(b',');
+                        }
+                        first = false;
+                        self.newline();
+                        string(self.out, t.str(k));
+                        self.out
+                            .extend_from_slice(if self.pretty { b": " } else { b":" });
                         self.out.extend_from_slice(t.str(v).as_bytes());
                     }
                 }

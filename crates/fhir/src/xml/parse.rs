@@ -5,7 +5,7 @@
 //! The narrative `div` is captured as the exact bytes of the input, so XHTML round-trips unchanged.
 
 use crate::error::{Error, Format, Location};
-use crate::json::parse_int;
+use crate::json::{is_decimal, parse_int};
 use crate::model::{Builder, Mark, NodeId, Prim, PrimValue, Tree, Value};
 use crate::options::ReadOptions;
 use crate::path::PathStack;
@@ -383,38 +383,4 @@ impl<'a> Parser<'a> {
             _ => PrimValue::Str(self.bld.str(v)?),
         })
     }
-}
-
-/// A decimal must also be a valid JSON number, so the JSON writer can emit it verbatim.
-fn is_decimal(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i = usize::from(b.first() == Some(&b'-'));
-    let digits = |i: &mut usize| {
-        let s = *i;
-        while b.get(*i).is_some_and(u8::is_ascii_digit) {
-            *i += 1;
-        }
-        *i > s
-    };
-    if b.get(i) == Some(&b'0') {
-        i += 1;
-    } else if !digits(&mut i) {
-        return false;
-    }
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        if !digits(&mut i) {
-            return false;
-        }
-    }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(b.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        if !digits(&mut i) {
-            return false;
-        }
-    }
-    i == b.len()
 }

@@ -426,3 +426,34 @@ fn xml_with_a_byte_order_mark_keeps_the_narrative_intact() {
         r
     );
 }
+
+/// Regression (found by mutating inputs): a kept unknown property whose name needs a JSON escape is written
+/// escaped, so the lenient reader reads its own output back.
+#[test]
+fn lenient_names_with_escapes_write_back_as_valid_json() {
+    let input = br#"{"resourceType":"Patient","x\u0001\"y":[true]}"#;
+    let r = Resource::from_json_with(input, &ReadOptions::lenient()).expect("lenient");
+    let back = Resource::from_json_with(&r.to_json(), &ReadOptions::lenient()).expect("own JSON");
+    assert_eq!(back, r);
+    assert_eq!(r.to_json(), input.to_vec());
+}
+
+/// Regression (found by mutating inputs): the binary reader refuses a decimal that is not a number, as
+/// JSON and XML do, instead of accepting what it cannot write back as JSON.
+#[test]
+fn binary_decimals_are_checked_like_json_and_xml() {
+    let r = Resource::from_json(
+        br#"{"resourceType":"Observation","status":"final","code":{"text":"x"},"valueQuantity":{"value":1.50}}"#,
+    )
+    .expect("json");
+    let pb = r.to_protobuf().expect("pb");
+    let at = pb
+        .windows(4)
+        .position(|w| w == b"1.50")
+        .expect("the decimal");
+    let mut bad = pb.clone();
+    bad[at + 1] = b'x';
+    let e = Resource::from_protobuf(&bad).expect_err("1x50 is no decimal");
+    assert!(e.to_string().contains("invalid decimal"), "{e}");
+    assert_eq!(Resource::from_protobuf(&pb).expect("pb"), r);
+}
