@@ -97,7 +97,7 @@ async fn metadata(
                 "software": { "name": "Thoth", "version": version, "releaseDate": "2026-11-22" },
                 "implementation": { "description": "Thoth health interoperability server" },
                 "fhirVersion": "4.0.1",
-                "format": ["application/fhir+json"],
+                "format": ["application/fhir+json", "application/fhir+xml"],
                 "rest": [rest]
             })
         }

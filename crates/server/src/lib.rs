@@ -16,6 +16,7 @@
 //! ```
 
 mod error;
+mod fhir_format;
 mod fhir_meta;
 mod messages_api;
 mod metrics;
@@ -38,7 +39,9 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics::render))
         .nest(
             "/fhir",
-            fhir_meta::routes().merge(terminology_api::routes()),
+            fhir_meta::routes()
+                .merge(terminology_api::routes())
+                .layer(middleware::from_fn(fhir_format::negotiate)),
         )
         .nest("/v1/snomed", snomed_api::routes())
         .nest("/messages", messages_api::routes())

@@ -129,3 +129,93 @@ async fn terminology_capabilities() {
     assert_eq!(tc["resourceType"], "TerminologyCapabilities");
     assert_eq!(tc["codeSystem"][0]["uri"], "http://example.org/colours");
 }
+
+async fn call_raw(req: Request<Body>) -> (StatusCode, String, String) {
+    let response = app().oneshot(req).await.unwrap();
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        content_type,
+        String::from_utf8(body.to_vec()).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn xml_answers_by_format_parameter_and_accept_header() {
+    let (status, ct, xml) = call_raw(
+        Request::get("/fhir/ValueSet/$expand?url=http://example.org/reds&_format=xml")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{xml}");
+    assert_eq!(ct, "application/fhir+xml");
+    assert!(
+        xml.contains("?><ValueSet xmlns=\"http://hl7.org/fhir\">"),
+        "{xml}"
+    );
+    // The same answer as the JSON one, element for element.
+    let json = fhir::Resource::from_xml(xml.as_bytes()).unwrap().to_json();
+    let v: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(v["expansion"]["contains"][0]["code"], "red");
+    assert!(xml.contains("<code value=\"dark-red\"/>"), "{xml}");
+
+    let (status, ct, xml) = call_raw(
+        Request::get("/fhir/CodeSystem/$lookup?system=http://example.org/colours&code=blue")
+            .header("accept", "application/fhir+xml")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{xml}");
+    assert_eq!(ct, "application/fhir+xml");
+    assert!(xml.contains("?><Parameters xmlns="), "{xml}");
+    assert!(xml.contains("<valueString value=\"Blue\"/>"), "{xml}");
+
+    // Errors follow the requested format too.
+    let (status, ct, xml) = call_raw(
+        Request::get("/fhir/CodeSystem/$lookup?system=http://example.org/nowhere&code=x&_format=application/fhir%2Bxml")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert!(status.is_client_error(), "{status}: {xml}");
+    assert_eq!(ct, "application/fhir+xml");
+    assert!(xml.contains("?><OperationOutcome xmlns="), "{xml}");
+}
+
+#[tokio::test]
+async fn xml_request_bodies_are_read() {
+    let body = r#"<Parameters xmlns="http://hl7.org/fhir">
+  <parameter><name value="url"/><valueUri value="http://example.org/colours"/></parameter>
+  <parameter><name value="code"/><valueCode value="dark-red"/></parameter>
+</Parameters>"#;
+    let (status, out) = call(
+        Request::post("/fhir/CodeSystem/$validate-code")
+            .header("content-type", "application/fhir+xml")
+            .body(Body::from(body))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{out}");
+    assert_eq!(param(&out, "result")["valueBoolean"], true);
+    assert_eq!(param(&out, "display")["valueString"], "Dark red");
+
+    let (status, out) = call(
+        Request::post("/fhir/CodeSystem/$validate-code")
+            .header("content-type", "application/fhir+xml")
+            .body(Body::from(
+                "<Parameters xmlns=\"http://hl7.org/fhir\"><parameter>",
+            ))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{out}");
+    assert_eq!(out["resourceType"], "OperationOutcome");
+}
