@@ -372,9 +372,9 @@ impl Builder {
         ))
     }
 
-    /// A string added before (for checks while reading).
-    pub(crate) fn text_of(&self, s: Span) -> &str {
-        std::str::from_utf8(&self.text[range(s.start, s.len)]).unwrap_or_default()
+    /// The bytes of a string added before (for checks while reading).
+    pub(crate) fn bytes_of(&self, s: Span) -> &[u8] {
+        &self.text[range(s.start, s.len)]
     }
 
     /// Starts a node of type `ty`.

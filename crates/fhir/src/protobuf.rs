@@ -631,11 +631,10 @@ impl<'a> Decoder<'a> {
                         if s.is_empty() && ety.extensible_prim() {
                             return Err(self.err(at, "empty string"));
                         }
-                        if pk == PrimKind::Decimal {
-                            let text = self.bld.text_of(s);
-                            if !crate::json::is_decimal(text) {
-                                return Err(self.err(at, format!("invalid decimal {text:?}")));
-                            }
+                        if pk == PrimKind::Decimal && !crate::json::is_decimal(self.bld.bytes_of(s))
+                        {
+                            let text = String::from_utf8_lossy(self.bld.bytes_of(s));
+                            return Err(self.err(at, format!("invalid decimal {text:?}")));
                         }
                         self.bld.push(fi, prim(PrimValue::Str(s)));
                     }

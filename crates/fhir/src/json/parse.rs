@@ -784,8 +784,7 @@ pub(crate) fn parse_int(lex: &str) -> Option<PrimValue> {
 }
 
 /// A decimal must also be a valid JSON number, so the JSON writer can emit it verbatim.
-pub(crate) fn is_decimal(s: &str) -> bool {
-    let b = s.as_bytes();
+pub(crate) fn is_decimal(b: &[u8]) -> bool {
     let mut i = usize::from(b.first() == Some(&b'-'));
     let digits = |i: &mut usize| {
         let s = *i;

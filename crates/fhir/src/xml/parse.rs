@@ -376,7 +376,7 @@ impl<'a> Parser<'a> {
             Some(PrimKind::Integer) => {
                 parse_int(v).ok_or_else(|| self.err(format!("invalid integer {v:?}")))?
             }
-            Some(PrimKind::Decimal) if !is_decimal(v) => {
+            Some(PrimKind::Decimal) if !is_decimal(v.as_bytes()) => {
                 return Err(self.err(format!("invalid decimal {v:?}")));
             }
             _ if v.is_empty() => return Err(self.err("empty value attribute")),
