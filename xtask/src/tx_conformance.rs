@@ -2,7 +2,9 @@
 //! official HL7 terminology conformance tests against a freshly built Thoth.
 //!
 //! It prepares a data directory with the content the suites rely on (the FHIR packages in
-//! `../shared/data/fhir/packages`, the LOINC subset in `../shared/tx-ecosystem/tx-source/loinc`), builds `thoth`, starts `thoth serve` on a free port, runs
+//! `../shared/data/fhir/packages`, the LOINC subset in `../shared/tx-ecosystem/tx-source/loinc`; for the `snomed`
+//! mode the SNOMED CT subset of `../shared/tx-ecosystem/tx-source/snomed`, imported as the unpublished release it
+//! is), builds `thoth`, starts `thoth serve` on a free port, runs
 //! `../shared/tools/tx-runner/run-tx-tests.sh`, prints the runner's summary and stops the server. With
 //! `--min-pass N` it fails when fewer than N tests pass (the CI gate). `--debug` serves a debug build, which CI
 //! has already compiled for `cargo test` (a release build would cost minutes; the suites take about a minute
@@ -64,6 +66,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         .join(if release { "release" } else { "debug" })
         .join("thoth");
     import_loinc(&exe, &shared, &data)?;
+    if modes.contains("snomed") {
+        import_snomed(&exe, &shared, &data)?;
+    }
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let log = std::fs::File::create(target.join("tx-conformance/server.log"))?;
     let mut server = Command::new(&exe)
@@ -153,6 +158,29 @@ fn import_loinc(exe: &Path, shared: &Path, data: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("starting {}", exe.display()))?;
     if !status.success() {
         bail!("thoth import loinc {} failed", source.display());
+    }
+    Ok(())
+}
+
+/// Imports the suites' SNOMED CT subset as the unpublished release it is, so that it is served as
+/// `http://snomed.info/xsct/31000003106/version/20250909` (a few seconds; redone every run so the store always
+/// matches the build under test).
+fn import_snomed(exe: &Path, shared: &Path, data: &Path) -> anyhow::Result<()> {
+    let subset = shared.join("tx-ecosystem/tx-source/snomed");
+    eprintln!("importing the SNOMED CT subset {} ...", subset.display());
+    let out = Command::new(exe)
+        .arg("--data")
+        .arg(data)
+        .args(["import", "snomed", "--unpublished"])
+        .arg(&subset)
+        .stdout(Stdio::null())
+        .output()
+        .with_context(|| format!("running {}", exe.display()))?;
+    if !out.status.success() {
+        bail!(
+            "importing the SNOMED CT subset failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     Ok(())
 }

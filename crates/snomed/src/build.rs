@@ -401,6 +401,7 @@ pub(crate) fn build(
         hierarchy_from_stated: use_stated,
         invalid_concept_ids: rows.invalid_ids,
         alternate_identifiers,
+        unpublished: false,
     };
     let manifest_path = dir.join(MANIFEST_FILE);
     let json = serde_json::to_vec_pretty(&manifest)

@@ -46,6 +46,32 @@ pub fn import(
     root: &Path,
     progress: &dyn ImportProgress,
 ) -> Result<ImportSummary, ImportError> {
+    import_with(paths, root, progress, &ImportOptions::default())
+}
+
+/// How an import labels what it builds.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ImportOptions {
+    /// The packages are an unpublished release (a test subset, a pre-release): recorded in the manifest, so
+    /// that the release is named with the `xsct` URI scheme.
+    pub unpublished: bool,
+}
+
+impl ImportOptions {
+    /// Options for an unpublished release.
+    pub fn unpublished() -> ImportOptions {
+        ImportOptions { unpublished: true }
+    }
+}
+
+/// [`import`] with options.
+pub fn import_with(
+    paths: &[PathBuf],
+    root: &Path,
+    progress: &dyn ImportProgress,
+    options: &ImportOptions,
+) -> Result<ImportSummary, ImportError> {
     let started = Instant::now();
     let mut rows = Rows::default();
     let mut releases = Vec::new();
@@ -69,7 +95,7 @@ pub fn import(
     let tmp = root.join(format!(".{name}.tmp"));
     let dir = root.join(&name);
     let result = build::build(rows, releases, &tmp, progress);
-    let manifest = match result {
+    let manifest = match result.and_then(|m| label(m, &tmp, options)) {
         Ok(m) => m,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&tmp);
@@ -85,6 +111,22 @@ pub fn import(
         seconds: started.elapsed().as_secs_f64(),
         store_bytes,
     })
+}
+
+/// Records the options in the manifest of the store being built (before it becomes visible).
+fn label(
+    mut manifest: Manifest,
+    dir: &Path,
+    options: &ImportOptions,
+) -> Result<Manifest, ImportError> {
+    if options.unpublished {
+        manifest.unpublished = true;
+        let path = dir.join(crate::store::MANIFEST_FILE);
+        let json = serde_json::to_vec_pretty(&manifest)
+            .map_err(|e| ImportError::Index(format!("manifest: {e}")))?;
+        std::fs::write(&path, json).map_err(|e| ImportError::io(&path, e))?;
+    }
+    Ok(manifest)
 }
 
 /// Points `root/CURRENT` at `name` atomically (write a temporary file, rename over), then removes older stores.

@@ -36,7 +36,7 @@ pub mod synth;
 pub use error::{ImportError, OpenError, SearchError};
 pub use format::FORMAT_VERSION;
 pub use id::{ConceptIdx, IdError, Partition, SctId};
-pub use import::{ImportProgress, ImportSummary, NoProgress, import};
+pub use import::{ImportOptions, ImportProgress, ImportSummary, NoProgress, import, import_with};
 pub use lang::parse_accept_language;
 pub use query::{SearchHit, SearchRequest};
 pub use rf2::format_uuid;

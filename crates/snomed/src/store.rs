@@ -59,6 +59,10 @@ pub struct Manifest {
     /// Active alternate identifiers of concepts (from `sct2_Identifier` files).
     #[serde(default)]
     pub alternate_identifiers: u64,
+    /// The release was imported as unpublished (a test or pre-release subset): its URIs use the `xsct`
+    /// scheme of the SNOMED CT URI standard. Absent in manifests written before this field existed.
+    #[serde(default)]
+    pub unpublished: bool,
 }
 
 /// A concept's own attributes.

@@ -1,6 +1,7 @@
 //! A FHIR CodeSystem resource compiled for lookups: concepts in one vector, an index by code, and the
 //! hierarchy (nested concepts and `parent`/`child` properties) as index lists.
 
+use crate::provider::CodeSystemProvider;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -41,6 +42,8 @@ pub struct Designation {
     pub use_: Option<Value>,
     /// The text.
     pub value: String,
+    /// No longer a valid display (an inactive SNOMED CT description): kept so validation can say so.
+    pub inactive: bool,
 }
 
 /// A property value of a concept: `code` and the JSON value element (`{"valueCode": "x"}`).
@@ -127,7 +130,7 @@ impl Concept {
 }
 
 /// A compiled CodeSystem.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CodeSystem {
     /// The canonical URL.
     pub url: String,
@@ -157,6 +160,9 @@ pub struct CodeSystem {
     pub roots: Vec<usize>,
     /// The resource as received.
     pub resource: Arc<Value>,
+    /// The store that answers for this code system when it is not a FHIR resource: this value then holds
+    /// only the concepts compiled for one request (or none, as the code system's metadata).
+    pub provider: Option<Arc<dyn CodeSystemProvider>>,
     index: HashMap<String, usize>,
     lower_index: HashMap<String, usize>,
 }
@@ -203,6 +209,7 @@ impl CodeSystem {
             index: HashMap::new(),
             lower_index: HashMap::new(),
             resource: resource.clone(),
+            provider: None,
         };
         if let Some(list) = r.get("concept").and_then(Value::as_array) {
             for c in list {
@@ -213,6 +220,26 @@ impl CodeSystem {
         cs.roots = (0..cs.concepts.len())
             .filter(|&i| cs.concepts[i].parents.is_empty())
             .collect();
+        cs
+    }
+
+    /// A code system served by `provider`: `resource` carries its metadata (url, version, name, status), and
+    /// `concepts` are the ones compiled for a request (their `parents`/`children` index into `concepts`).
+    pub fn from_provider(
+        resource: Arc<Value>,
+        provider: Arc<dyn CodeSystemProvider>,
+        concepts: Vec<Concept>,
+    ) -> CodeSystem {
+        let mut cs = CodeSystem::from_json(resource);
+        cs.provider = Some(provider);
+        for (i, c) in concepts.iter().enumerate() {
+            cs.lower_index.entry(c.code.to_lowercase()).or_insert(i);
+            cs.index.entry(c.code.clone()).or_insert(i);
+        }
+        cs.roots = (0..concepts.len())
+            .filter(|&i| concepts[i].parents.is_empty())
+            .collect();
+        cs.concepts = concepts;
         cs
     }
 
@@ -387,6 +414,7 @@ impl CodeSystem {
                             language: s.language.clone(),
                             use_: None,
                             value: d.clone(),
+                            inactive: false,
                         });
                     }
                     c.designations.extend(sc.designations.iter().cloned());
@@ -399,11 +427,23 @@ impl CodeSystem {
     }
 }
 
+impl std::fmt::Debug for CodeSystem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeSystem")
+            .field("url", &self.url)
+            .field("version", &self.version)
+            .field("concepts", &self.concepts.len())
+            .field("provider", &self.provider.is_some())
+            .finish()
+    }
+}
+
 fn parse_designation(d: &Value) -> Designation {
     Designation {
         language: d["language"].as_str().map(str::to_string),
         use_: d.get("use").cloned(),
         value: d["value"].as_str().unwrap_or_default().to_string(),
+        inactive: false,
     }
 }
 

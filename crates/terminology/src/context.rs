@@ -4,6 +4,7 @@
 use crate::codesystem::{CodeSystem, Concept, Content};
 use crate::error::{ErrorKind, Issue, Severity, TxError};
 use crate::params::Params;
+use crate::provider::{CodeSystemProvider, Detail};
 use crate::registry::{Registry, pick, version_matches};
 use serde_json::Value;
 use std::sync::Arc;
@@ -96,11 +97,26 @@ pub struct Ctx<'a> {
     /// `system-version` / `check-system-version` values that chose a version for an unversioned include
     /// (parameter name, `url|version`), echoed by `$expand`.
     pub used_version_rules: std::cell::RefCell<Vec<(&'static str, String)>>,
+    /// Code systems served from stores of their own (SNOMED CT).
+    pub providers: &'a [Arc<dyn CodeSystemProvider>],
+    /// While set (by `$validate-code`), the only codes whose membership matters: a provider's include then
+    /// tests these instead of listing every code it selects.
+    pub probe: std::cell::RefCell<Option<Vec<String>>>,
 }
 
 impl<'a> Ctx<'a> {
     /// All versions of code system `url` visible to this request.
     pub fn cs_versions(&self, url: &str) -> Vec<Arc<CodeSystem>> {
+        // A provider's code system replaces any FHIR stub of it (THO ships SNOMED CT as `not-present`).
+        let served: Vec<Arc<CodeSystem>> = self
+            .providers
+            .iter()
+            .filter(|p| p.system() == url)
+            .map(|p| p.code_system())
+            .collect();
+        if !served.is_empty() {
+            return served;
+        }
         let mut out: Vec<Arc<CodeSystem>> = self.overlay.code_system_versions(url).to_vec();
         for c in self.base.code_system_versions(url) {
             if !out.iter().any(|o| o.version == c.version) {
@@ -110,8 +126,27 @@ impl<'a> Ctx<'a> {
         out
     }
 
+    /// The provider serving `url` in `version` (any version when None).
+    fn provider(&self, url: &str, version: Option<&str>) -> Option<&Arc<dyn CodeSystemProvider>> {
+        self.providers
+            .iter()
+            .find(|p| p.system() == url && version.is_none_or(|v| p.accepts_version(v)))
+    }
+
+    /// `cs` with the concepts `codes` compiled, when a provider serves it; `cs` itself otherwise.
+    pub fn compile(&self, cs: &Arc<CodeSystem>, codes: &[&str], detail: Detail) -> Arc<CodeSystem> {
+        match &cs.provider {
+            Some(p) => Arc::new(p.compile(codes, self.opts.display_language.as_deref(), detail)),
+            None => cs.clone(),
+        }
+    }
+
     /// The code system `url` in `version` (a pattern) or the newest, without version rules.
     pub fn find_cs(&self, url: &str, version: Option<&str>) -> Option<Arc<CodeSystem>> {
+        // A provider's version may be named in other forms (a SNOMED CT edition without its date).
+        if let Some(p) = version.and_then(|v| self.provider(url, Some(v))) {
+            return Some(p.code_system());
+        }
         let all = self.cs_versions(url);
         let all: Vec<_> = all
             .into_iter()
@@ -153,6 +188,12 @@ impl<'a> Ctx<'a> {
 
     /// The value set `url` (optionally `|version`), or None.
     pub fn find_vs(&self, canonical: &str) -> Option<Arc<Value>> {
+        if let Some((system, _)) = canonical.split_once("?fhir_vs") {
+            // Implicit value sets (`http://snomed.info/sct?fhir_vs=isa/...`) are defined by their URL, which
+            // may hold `|` (terms in ECL), so it is not split as `url|version`.
+            let p = self.provider(system, None)?;
+            return p.implicit_value_set(canonical).map(Arc::new);
+        }
         let (url, stated) = split_canonical(canonical);
         let version = stated.or_else(|| {
             self.opts

@@ -155,6 +155,9 @@ pub struct Evaluated {
     pub versions_match: bool,
     /// Imported value sets that could not be found (only while includes are evaluated leniently).
     pub unresolved: Vec<Issue>,
+    /// A provider's include admits more codes than it lists (SNOMED CT expressions), with the reason to give
+    /// when there is one.
+    pub unclosed: Option<Option<String>>,
 }
 
 /// The canonical `url|version` of a value set resource.
@@ -403,7 +406,11 @@ fn evaluate_include(
             out.used_cs.push(used);
         }
         let mut set = CodeSet::default();
-        if let Some(concepts) = inc["concept"].as_array() {
+        if let Some(provider) = cs.provider.clone() {
+            result = Some(provider_include(
+                ctx, container, inc, system, &cs, &*provider, out, path,
+            )?);
+        } else if let Some(concepts) = inc["concept"].as_array() {
             for c in concepts {
                 let code = c["code"].as_str().unwrap_or_default();
                 let found = cs.find(code);
@@ -465,7 +472,9 @@ fn evaluate_include(
                 }
             }
         }
-        result = Some(set);
+        if cs.provider.is_none() {
+            result = Some(set);
+        }
     }
     if let Some(vss) = inc["valueSet"].as_array() {
         for v in vss {
@@ -509,6 +518,9 @@ fn evaluate_include(
                 }
             }
             out.issues.extend(ev.issues);
+            if ev.unclosed.is_some() {
+                out.unclosed = ev.unclosed;
+            }
             result = Some(match result {
                 None => ev.set,
                 Some(mut s) => {
@@ -519,4 +531,81 @@ fn evaluate_include(
         }
     }
     Ok(result.unwrap_or_default())
+}
+
+/// An include of a code system served by a provider: listed codes are compiled as given; filters are
+/// evaluated by the provider (only the probed codes while validating), refused as too costly before anything
+/// is compiled when they select more than an expansion may return.
+#[allow(clippy::too_many_arguments)]
+fn provider_include(
+    ctx: &Ctx<'_>,
+    container: &Value,
+    inc: &Value,
+    system: &str,
+    cs: &Arc<CodeSystem>,
+    provider: &dyn crate::provider::CodeSystemProvider,
+    out: &mut Evaluated,
+    path: &str,
+) -> Result<CodeSet, TxError> {
+    let mut set = CodeSet::default();
+    let entry = |code: String, compiled: &Arc<CodeSystem>, c: Option<&Value>| {
+        let found = compiled.find(&code);
+        found.map(|i| Entry {
+            system: system.to_string(),
+            code,
+            vs_display: c.and_then(|c| c["display"].as_str().map(str::to_string)),
+            vs_designations: c
+                .and_then(|c| c["designation"].as_array().cloned())
+                .unwrap_or_default(),
+            vs_extensions: c
+                .and_then(|c| c["extension"].as_array().cloned())
+                .unwrap_or_default(),
+            concept: Some((compiled.clone(), i)),
+            // Provider code systems are polyhierarchies too large to nest: expansions are flat.
+            hierarchical: false,
+            include_version: None,
+            show_version: false,
+        })
+    };
+    if let Some(concepts) = inc["concept"].as_array() {
+        let codes: Vec<&str> = concepts.iter().filter_map(|c| c["code"].as_str()).collect();
+        let compiled = ctx.compile(cs, &codes, crate::provider::Detail::Expansion);
+        for c in concepts {
+            let code = c["code"].as_str().unwrap_or_default().to_string();
+            if let Some(e) = entry(code, &compiled, Some(c)) {
+                set.insert(e);
+            }
+        }
+        return Ok(set);
+    }
+    let filters = inc["filter"].as_array().cloned().unwrap_or_default();
+    let probe = ctx.probe.borrow().clone();
+    let selection = provider.select(&filters, probe.as_deref(), path)?;
+    if let Some(reason) = selection.unclosed {
+        out.unclosed = Some(reason);
+    }
+    if probe.is_none() && ctx.opts.count.is_none() && selection.codes.len() > ctx.max_expansion {
+        return Err(TxError::new(
+            ErrorKind::TooCostly,
+            Issue::new(
+                Severity::Error,
+                "too-costly",
+                None,
+                format!(
+                    "The value set '{}' expansion has too many codes to produce (>{})",
+                    vs_canonical(container),
+                    ctx.max_expansion
+                ),
+            )
+            .with_id("VALUESET_TOO_COSTLY"),
+        ));
+    }
+    let codes: Vec<&str> = selection.codes.iter().map(String::as_str).collect();
+    let compiled = ctx.compile(cs, &codes, crate::provider::Detail::Expansion);
+    for code in &selection.codes {
+        if let Some(e) = entry(code.clone(), &compiled, None) {
+            set.insert(e);
+        }
+    }
+    Ok(set)
 }

@@ -181,10 +181,17 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     if !parameters.is_empty() {
         expansion.insert("parameter".into(), Value::Array(parameters));
     }
+    let mut ext: Vec<Value> = Vec::new();
+    if let Some(reason) = &ev.unclosed {
+        ext.push(json!({"url": "http://hl7.org/fhir/StructureDefinition/valueset-unclosed", "valueBoolean": true}));
+        if let Some(r) = reason {
+            ext.push(json!({"url": "http://hl7.org/fhir/StructureDefinition/valueset-unclosed-reason", "valueString": r}));
+        }
+    }
+    // R4 has no `expansion.property`: it travels as R5's cross-version extension.
     let props = property_declarations(ctx, &entries);
-    if !props.is_empty() {
-        // R4 has no `expansion.property`: it travels as R5's cross-version extension.
-        let ext: Vec<Value> = props.iter().map(|p| r5_extension("property", p)).collect();
+    ext.extend(props.iter().map(|p| r5_extension("property", p)));
+    if !ext.is_empty() {
         expansion.insert("extension".into(), Value::Array(ext));
     }
     if !contains.is_empty() {
@@ -230,8 +237,20 @@ fn display_of(ctx: &Ctx<'_>, e: &Entry) -> Option<String> {
     }
 }
 
+/// An inactive concept of a provider's code system shows its status unasked, as tx.fhir.org does for SNOMED CT.
+fn auto_status(ctx: &Ctx<'_>, e: &Entry) -> bool {
+    e.inactive()
+        && e.concept
+            .as_ref()
+            .is_some_and(|(cs, _)| cs.provider.is_some())
+        && !ctx.opts.properties.iter().any(|p| p == "status")
+}
+
 fn property_declarations(ctx: &Ctx<'_>, entries: &[Entry]) -> Vec<Value> {
     let mut out = Vec::new();
+    if entries.iter().any(|e| auto_status(ctx, e)) {
+        out.push(json!({"code": "status", "uri": "http://hl7.org/fhir/concept-properties#status"}));
+    }
     for p in &ctx.opts.properties {
         let uri = entries.iter().find_map(|e| {
             e.concept
@@ -342,6 +361,9 @@ fn render_entry(ctx: &Ctx<'_>, e: &Entry) -> Value {
     if let Some((cs, i)) = &e.concept {
         let c = &cs.concepts[*i];
         let mut props = Vec::new();
+        if auto_status(ctx, e) {
+            props.push(json!({"code": "status", "valueCode": "inactive"}));
+        }
         for p in &ctx.opts.properties {
             match p.as_str() {
                 "definition" => {

@@ -53,6 +53,12 @@ pub fn lookup(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         ));
     };
     let cs = resolve(ctx, &system, version.as_deref())?;
+    if let Some(p) = &cs.provider {
+        let properties = params.strs("property");
+        return p
+            .lookup(&code, ctx.opts.display_language.as_deref(), &properties)
+            .ok_or_else(|| unknown_code(&cs, &code));
+    }
     let Some(i) = cs.find(&code) else {
         let text = match &cs.version {
             Some(v) => format!(
@@ -180,6 +186,19 @@ pub fn subsumes(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
             )
         })
     };
+    if let Some(p) = &cs.provider {
+        let outcome = p.subsumes(&a, &b).map_err(|code| {
+            let name = if code == a { "codeA" } else { "codeB" };
+            let mut e = unknown_code(&cs, &code);
+            for i in e.issues.iter_mut() {
+                i.expression = vec![name.to_string()];
+            }
+            e
+        })?;
+        return Ok(
+            json!({"resourceType": "Parameters", "parameter": [{"name": "outcome", "valueCode": outcome}]}),
+        );
+    }
     let ia = find(&a, "codeA")?;
     let ib = find(&b, "codeB")?;
     let outcome = if ia == ib {
@@ -193,5 +212,19 @@ pub fn subsumes(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     };
     Ok(
         json!({"resourceType": "Parameters", "parameter": [{"name": "outcome", "valueCode": outcome}]}),
+    )
+}
+
+fn unknown_code(cs: &CodeSystem, code: &str) -> TxError {
+    let text = match &cs.version {
+        Some(v) => format!(
+            "Unknown code '{code}' in the CodeSystem '{}' version '{v}'",
+            cs.url
+        ),
+        None => format!("Unknown code '{code}' in the CodeSystem '{}'", cs.url),
+    };
+    TxError::new(
+        ErrorKind::NotFound,
+        Issue::new(Severity::Error, "code-invalid", Some("invalid-code"), text).at("code"),
     )
 }

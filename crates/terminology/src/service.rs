@@ -4,8 +4,10 @@
 use crate::context::{Ctx, Options};
 use crate::error::TxError;
 use crate::params::Params;
+use crate::provider::CodeSystemProvider;
 use crate::registry::{Kind, Registry};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// Limits and defaults of the service.
 #[derive(Debug, Clone)]
@@ -47,12 +49,28 @@ pub enum Operation {
 pub struct Terminology {
     registry: Registry,
     config: Config,
+    providers: Vec<Arc<dyn CodeSystemProvider>>,
 }
 
 impl Terminology {
     /// A service over `registry`.
     pub fn new(registry: Registry, config: Config) -> Self {
-        Terminology { registry, config }
+        Terminology {
+            registry,
+            config,
+            providers: Vec::new(),
+        }
+    }
+
+    /// This service with `provider` answering for its code system (it replaces any FHIR resource of that URL).
+    pub fn with_provider(mut self, provider: Arc<dyn CodeSystemProvider>) -> Self {
+        self.providers.push(provider);
+        self
+    }
+
+    /// The code systems served by providers.
+    pub fn providers(&self) -> &[Arc<dyn CodeSystemProvider>] {
+        &self.providers
     }
 
     /// The loaded content.
@@ -103,6 +121,8 @@ impl Terminology {
             max_expansion: self.config.max_expansion,
             lenient_includes: std::cell::Cell::new(false),
             used_version_rules: Default::default(),
+            providers: &self.providers,
+            probe: Default::default(),
         }
     }
 
@@ -234,6 +254,11 @@ impl Terminology {
             if let Some(v) = r["version"].as_str() {
                 versions.push(v.to_string());
             }
+        }
+        for p in &self.providers {
+            let versions = seen.entry(p.system().to_string()).or_default();
+            versions.clear();
+            versions.push(p.version().to_string());
         }
         for (url, versions) in seen {
             let mut cs = json!({"uri": url});

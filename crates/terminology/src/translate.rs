@@ -38,6 +38,33 @@ pub fn translate(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         ));
     };
 
+    // Implicit maps of a provider (`http://snomed.info/sct?fhir_cm=900000000000526001`).
+    if let Some(url) = params.str("url").filter(|u| u.contains("?fhir_cm=")) {
+        let system_of_map = url.split('?').next().unwrap_or_default();
+        if let Some(p) = ctx.providers.iter().find(|p| p.system() == system_of_map) {
+            let targets = p.implicit_map(&url, &code, reverse).ok_or_else(|| {
+                TxError::not_found(format!(
+                    "A definition for the ConceptMap '{url}' could not be found"
+                ))
+            })?;
+            let mut out = vec![json!({"name": "result", "valueBoolean": !targets.is_empty()})];
+            if targets.is_empty() {
+                out.push(json!({"name": "message", "valueString": format!("No translations found for code '{code}'")}));
+            }
+            for t in targets {
+                let mut concept = json!({"system": t.system, "code": t.code});
+                if let Some(d) = t.display {
+                    concept["display"] = json!(d);
+                }
+                out.push(json!({"name": "match", "part": [
+                    {"name": "equivalence", "valueCode": t.equivalence},
+                    {"name": "concept", "valueCoding": concept},
+                    {"name": "originMap", "valueCanonical": url},
+                ]}));
+            }
+            return Ok(json!({"resourceType": "Parameters", "parameter": out}));
+        }
+    }
     let maps: Vec<Arc<Value>> = match params.resource("conceptMap") {
         Some(m) => vec![Arc::new(m.clone())],
         None => match params.str("url") {

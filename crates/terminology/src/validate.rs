@@ -132,7 +132,10 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     let vs_label = vs_canonical(&vs);
     let mut stack = Vec::new();
     ctx.lenient_includes.set(true);
+    // Providers test only the codes asked about instead of listing all they select.
+    *ctx.probe.borrow_mut() = Some(codings.iter().map(|c| c.code.clone()).collect());
     let ev = evaluate(ctx, &vs, &mut stack);
+    *ctx.probe.borrow_mut() = None;
     ctx.lenient_includes.set(false);
     let ev = ev?;
     let supplements = vs_supplements(&vs);
@@ -465,6 +468,14 @@ pub fn validate_cs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         };
         if let Some(cs) = cs {
             check_in_cs(ctx, &cs, coding, &mut check);
+            // What a provider has to say about the code beyond its validity (expression notes).
+            if let Some(p) = &cs.provider {
+                check.issues.extend(
+                    p.code_notes(&coding.code)
+                        .into_iter()
+                        .map(|i| i.at(coding.expr("code"))),
+                );
+            }
             if let Some(i) = status_issue(&cs.resource, "CodeSystem") {
                 check.issues.push(i);
             }
@@ -561,6 +572,18 @@ fn unknown_system(
 /// Checks the code, display and status of `coding` in `cs`, filling `check`.
 fn check_in_cs(ctx: &Ctx<'_>, cs: &CodeSystem, coding: &Coding, check: &mut Check) {
     check.version = cs.version.clone();
+    let compiled;
+    let cs = match &cs.provider {
+        Some(p) => {
+            compiled = p.compile(
+                &[coding.code.as_str()],
+                ctx.opts.display_language.as_deref(),
+                crate::provider::Detail::Validation,
+            );
+            &compiled
+        }
+        None => cs,
+    };
     let Some(i) = cs.find(&coding.code) else {
         if cs.content == Content::Fragment {
             check.issues.push(
@@ -580,9 +603,16 @@ fn check_in_cs(ctx: &Ctx<'_>, cs: &CodeSystem, coding: &Coding, check: &mut Chec
             check.ok = true;
             return;
         }
+        // A provider may name its version for people: "... version '<edition URI>' (International Edition)".
+        let label = cs
+            .provider
+            .as_ref()
+            .and_then(|p| p.version_label())
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default();
         let text = match &cs.version {
             Some(v) => format!(
-                "Unknown code '{}' in the CodeSystem '{}' version '{v}'",
+                "Unknown code '{}' in the CodeSystem '{}' version '{v}'{label}",
                 coding.code, cs.url
             ),
             None => format!(
@@ -679,7 +709,7 @@ fn check_display(
         candidates.push((cs_lang.clone(), d.clone()));
     }
     // Designations without a language are other kinds of names (synonyms of a special use), not displays.
-    for d in &concept.designations {
+    for d in concept.designations.iter().filter(|d| !d.inactive) {
         if let Some(l) = &d.language {
             candidates.push((l.clone(), d.value.clone()));
         }
@@ -700,6 +730,41 @@ fn check_display(
         }
     };
     if candidates.iter().any(|(l, d)| in_lang(l) && eq(d, display)) {
+        return;
+    }
+    // A display that used to be right (an inactive description) is a warning, not an error.
+    if concept
+        .designations
+        .iter()
+        .any(|d| d.inactive && eq(&d.value, display))
+    {
+        let mut valid: Vec<&str> = candidates.iter().map(|(_, d)| d.as_str()).collect();
+        valid.sort_unstable();
+        valid.dedup();
+        let list: Vec<String> = valid
+            .iter()
+            .map(|d| {
+                if d.contains(' ') {
+                    format!("\"{d}\"")
+                } else {
+                    d.to_string()
+                }
+            })
+            .collect();
+        check.issues.push(
+            Issue::new(
+                Severity::Warning,
+                "invalid",
+                Some("display-comment"),
+                format!(
+                    "'{display}' is no longer considered a correct display for code '{}' (status = inactive). The correct display is one of {}.",
+                    coding.code,
+                    list.join(",")
+                ),
+            )
+            .with_id("INACTIVE_DISPLAY_FOUND")
+            .at(coding.expr("display")),
+        );
         return;
     }
     let normalize = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -876,7 +941,7 @@ fn render(
             // display note when the code is valid.
             .filter(|i| match i.severity {
                 Severity::Error => true,
-                Severity::Warning => i.tx_code != Some("vs-invalid"),
+                Severity::Warning => !matches!(i.tx_code, Some("vs-invalid" | "display-comment")),
                 Severity::Information => ok && i.tx_code == Some("invalid-display"),
             })
             .map(|i| i.text.as_str())

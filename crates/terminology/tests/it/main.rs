@@ -4,6 +4,7 @@ mod icd10cm;
 mod loinc;
 mod operations;
 mod packages;
+mod sct;
 mod versions;
 
 use serde_json::Value;

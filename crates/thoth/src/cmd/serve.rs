@@ -45,8 +45,9 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     } else {
         crate::packages::ensure_open_content(&data_dir, &args.package_registry);
     }
-    let terminology = crate::cmd::terminology::load_service(&data_dir, args.tx_max_expansion);
     let snomed = crate::cmd::snomed::open_store(&data_dir);
+    let terminology =
+        crate::cmd::terminology::load_service(&data_dir, args.tx_max_expansion, snomed.clone());
     let info = server::ServerInfo {
         data_dir: Some(data_dir),
         ..Default::default()

@@ -127,6 +127,10 @@ pub struct ImportArgs {
     /// RF2 release packages (zip files or directories), layered in order: International first, then extensions.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
+    /// The packages are an unpublished release (a test subset or pre-release): the FHIR terminology API names
+    /// it with the `xsct` URI scheme (`http://snomed.info/xsct/{module}/version/{date}`).
+    #[arg(long)]
+    unpublished: bool,
 }
 
 /// Draws one progress bar per RF2 file.
@@ -174,7 +178,12 @@ pub fn import(global: &GlobalArgs, args: ImportArgs) -> anyhow::Result<()> {
         multi: MultiProgress::new(),
         current: Mutex::new(None),
     };
-    let summary = snomed::import(&args.paths, &root, &bars)?;
+    let options = if args.unpublished {
+        snomed::ImportOptions::unpublished()
+    } else {
+        snomed::ImportOptions::default()
+    };
+    let summary = snomed::import_with(&args.paths, &root, &bars, &options)?;
     let m = &summary.manifest;
     println!(
         "imported {} package(s) in {:.1} s",

@@ -7,7 +7,12 @@ use std::sync::Arc;
 
 /// Loads the terminology content under `data_dir` (packages and imported code systems), logging what was
 /// loaded and what failed; the server starts with whatever loaded.
-pub fn load_service(data_dir: &Path, max_expansion: usize) -> Arc<terminology::Terminology> {
+/// An imported SNOMED CT store answers the FHIR operations for `http://snomed.info/sct`.
+pub fn load_service(
+    data_dir: &Path,
+    max_expansion: usize,
+    snomed: Option<Arc<snomed::Store>>,
+) -> Arc<terminology::Terminology> {
     let mut registry = terminology::Registry::new();
     let started = std::time::Instant::now();
     for (path, result) in terminology::load_data_dir(data_dir, &mut registry) {
@@ -29,10 +34,13 @@ pub fn load_service(data_dir: &Path, max_expansion: usize) -> Arc<terminology::T
         elapsed_ms = started.elapsed().as_millis() as u64,
         "terminology ready"
     );
-    Arc::new(terminology::Terminology::new(
-        registry,
-        terminology::Config { max_expansion },
-    ))
+    let mut tx = terminology::Terminology::new(registry, terminology::Config { max_expansion });
+    if let Some(store) = snomed {
+        let provider = terminology::SnomedProvider::new(store);
+        tracing::info!(version = %terminology::CodeSystemProvider::version(&*provider), "SNOMED CT served by the FHIR terminology API");
+        tx = tx.with_provider(provider);
+    }
+    Arc::new(tx)
 }
 
 /// Options of `thoth import fhir-package`.

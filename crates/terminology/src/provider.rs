@@ -1,0 +1,99 @@
+//! The seam for code systems that are not FHIR CodeSystem resources: a [`CodeSystemProvider`] answers from its
+//! own store (SNOMED CT from the memory-mapped `snomed` store) and hands the operations only the concepts a
+//! request touches, compiled as a small [`CodeSystem`], instead of the whole terminology as FHIR JSON.
+
+use crate::codesystem::CodeSystem;
+use crate::error::{Issue, TxError};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// How much of each concept to compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Detail {
+    /// Display and the preferred designations (what an expansion shows).
+    Expansion,
+    /// Every description, active and inactive (what display validation needs).
+    Validation,
+}
+
+/// The codes an include's filters select.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// The codes, in expansion order.
+    pub codes: Vec<String>,
+    /// The value set is not closed: the code system has a grammar (SNOMED CT expressions) and the filters
+    /// allow expressions, so more codes than the listed ones are members. The text says why, when it should.
+    pub unclosed: Option<Option<String>>,
+}
+
+/// A code system served from a store of its own.
+pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
+    /// The canonical URL (`http://snomed.info/sct`).
+    fn system(&self) -> &str;
+
+    /// The version served (for SNOMED CT the edition version URI).
+    fn version(&self) -> &str;
+
+    /// Whether a requested `version` names what this provider serves (an edition URI without a date, say).
+    fn accepts_version(&self, version: &str) -> bool {
+        version == self.version()
+    }
+
+    /// The code system's metadata, without concepts; operations compile concepts with [`Self::compile`].
+    fn code_system(&self) -> Arc<CodeSystem>;
+
+    /// The concepts `codes` (unknown codes left out), with displays in the preferred `languages`
+    /// (an Accept-Language list) when the provider has them.
+    fn compile(&self, codes: &[&str], languages: Option<&str>, detail: Detail) -> CodeSystem;
+
+    /// The codes an include with these `filters` selects. When `only` is given, only those codes are of
+    /// interest (a validation), and the result may leave the others out. `path` locates the include in
+    /// messages.
+    fn select(
+        &self,
+        filters: &[Value],
+        only: Option<&[String]>,
+        path: &str,
+    ) -> Result<Selection, TxError>;
+
+    /// A name for the version served, shown after it in messages (`International Edition`).
+    fn version_label(&self) -> Option<&str> {
+        None
+    }
+
+    /// Notes about `code` for `CodeSystem/$validate-code` beyond its validity (for SNOMED CT expressions:
+    /// why it is not valid, or that it was not checked against the concept model).
+    fn code_notes(&self, code: &str) -> Vec<Issue> {
+        let _ = code;
+        Vec::new()
+    }
+
+    /// `$subsumes` of `a` and `b`: `equivalent`, `subsumes`, `subsumed-by`, `not-subsumed`; the unknown code
+    /// as the error.
+    fn subsumes(&self, a: &str, b: &str) -> Result<&'static str, String>;
+
+    /// The `$lookup` answer for `code` (a Parameters resource), None when the code is unknown.
+    fn lookup(&self, code: &str, languages: Option<&str>, properties: &[String]) -> Option<Value>;
+
+    /// An implicit value set (`?fhir_vs...`) of this code system, None when the URL names none or names an
+    /// unknown concept or reference set.
+    fn implicit_value_set(&self, url: &str) -> Option<Value>;
+
+    /// An implicit concept map (`?fhir_cm=...`): the targets of `code` (with `reverse`, the sources that map
+    /// to `code`); None when the URL names no map of this provider.
+    fn implicit_map(&self, url: &str, code: &str, reverse: bool) -> Option<Vec<MapTarget>>;
+}
+
+/// One target (or, reversed, one source) of an implicit concept map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapTarget {
+    /// The FHIR R4 `equivalence` (`equivalent`, `wider`, `inexact`, ...).
+    pub equivalence: &'static str,
+    /// The target system.
+    pub system: String,
+    /// The target code.
+    pub code: String,
+    /// Its display, if known.
+    pub display: Option<String>,
+}

@@ -1,0 +1,425 @@
+//! SNOMED CT through the FHIR operations, over the conformance suites' real subset
+//! (`../shared/tx-ecosystem/tx-source/snomed`, imported as the unpublished release it is). Expected values are
+//! computed from the RF2 files themselves, not copied from our answers.
+
+use serde_json::{Value, json};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::OnceLock;
+use terminology::{Config, Operation, Params, Registry, SnomedProvider, Terminology};
+
+const SCT: &str = "http://snomed.info/sct";
+const VERSION: &str = "http://snomed.info/xsct/31000003106/version/20250909";
+const IS_A: &str = "116680003";
+const INFERRED: &str = "900000000000011006";
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    tx: Terminology,
+    rf2: Rf2,
+}
+
+/// The rows of the subset the tests check against.
+struct Rf2 {
+    /// Active inferred IS-A: child -> parents.
+    parents: HashMap<String, Vec<String>>,
+    /// Active inferred IS-A: parent -> children.
+    children: HashMap<String, Vec<String>>,
+    /// Every concept id, and the active ones.
+    concepts: Vec<String>,
+    /// Active association refset rows: (refset, referenced, target).
+    associations: Vec<(String, String, String)>,
+}
+
+fn rows(rel: &str) -> Vec<Vec<String>> {
+    let path = crate::shared()
+        .join("tx-ecosystem/tx-source/snomed")
+        .join(rel);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+impl Rf2 {
+    fn read() -> Rf2 {
+        let mut parents: HashMap<String, Vec<String>> = HashMap::new();
+        let mut children: HashMap<String, Vec<String>> = HashMap::new();
+        for r in rows("Terminology/sct2_Relationship_Snapshot_INT_20250909.txt") {
+            if r[2] == "1" && r[7] == IS_A && r[8] == INFERRED {
+                parents.entry(r[4].clone()).or_default().push(r[5].clone());
+                children.entry(r[5].clone()).or_default().push(r[4].clone());
+            }
+        }
+        let concepts = rows("Terminology/sct2_Concept_Snapshot_INT_20250909.txt")
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect();
+        let associations = rows("Refset/der2_cRefset_AssociationSnapshot_INT_20250909.txt")
+            .into_iter()
+            .filter(|r| r[2] == "1")
+            .map(|r| (r[4].clone(), r[5].clone(), r[6].clone()))
+            .collect();
+        Rf2 {
+            parents,
+            children,
+            concepts,
+            associations,
+        }
+    }
+
+    /// `code` and everything below it.
+    fn descendants_or_self(&self, code: &str) -> BTreeSet<String> {
+        let mut out = BTreeSet::from([code.to_string()]);
+        let mut stack = vec![code.to_string()];
+        while let Some(c) = stack.pop() {
+            for ch in self.children.get(&c).into_iter().flatten() {
+                if out.insert(ch.clone()) {
+                    stack.push(ch.clone());
+                }
+            }
+        }
+        out
+    }
+
+    fn sorted(&self, map: &HashMap<String, Vec<String>>, code: &str) -> BTreeSet<String> {
+        map.get(code).into_iter().flatten().cloned().collect()
+    }
+}
+
+fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("snomed");
+        let subset = crate::shared().join("tx-ecosystem/tx-source/snomed");
+        snomed::import_with(
+            &[subset],
+            &root,
+            &snomed::NoProgress,
+            &snomed::ImportOptions::unpublished(),
+        )
+        .unwrap();
+        let store = std::sync::Arc::new(snomed::Store::open(&root).unwrap());
+        let tx = Terminology::new(Registry::new(), Config::default())
+            .with_provider(SnomedProvider::new(store));
+        Fixture {
+            _dir: dir,
+            tx,
+            rf2: Rf2::read(),
+        }
+    })
+}
+
+fn run(op: Operation, params: Value) -> Result<Value, terminology::TxError> {
+    fixture().tx.run(op, &Params::from_json(&params), None)
+}
+
+fn parameters(pairs: &[Value]) -> Value {
+    json!({"resourceType": "Parameters", "parameter": pairs})
+}
+
+fn param<'a>(answer: &'a Value, name: &str) -> Option<&'a Value> {
+    answer["parameter"]
+        .as_array()?
+        .iter()
+        .find(|p| p["name"] == name)
+}
+
+fn property_values(answer: &Value, code: &str) -> BTreeSet<String> {
+    answer["parameter"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] == "property")
+        .filter(|p| p["part"][0]["valueCode"] == code)
+        .filter_map(|p| {
+            p["part"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["name"] == "value")
+                .and_then(|v| v["valueCode"].as_str())
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+fn isa_value_set(code: &str) -> Value {
+    json!({"resourceType": "ValueSet", "url": "http://example.org/vs/isa", "version": "1", "status": "active",
+        "compose": {"include": [{"system": SCT, "version": VERSION,
+            "filter": [{"property": "concept", "op": "is-a", "value": code}]}]}})
+}
+
+fn ecl_value_set(ecl: &str) -> Value {
+    json!({"resourceType": "ValueSet", "url": "http://example.org/vs/ecl", "version": "1", "status": "active",
+        "compose": {"include": [{"system": SCT, "version": VERSION,
+            "filter": [{"property": "constraint", "op": "=", "value": ecl}]}]}})
+}
+
+fn codes_of(expansion: &Value) -> BTreeSet<String> {
+    expansion["expansion"]["contains"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| c["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_subset_is_served_under_its_unpublished_version_uri() {
+    let tx = &fixture().tx;
+    assert_eq!(tx.providers().len(), 1);
+    assert_eq!(tx.providers()[0].version(), VERSION);
+}
+
+#[test]
+fn lookup_gives_display_parents_and_children_from_the_release() {
+    let code = "367430006";
+    let answer = run(
+        Operation::Lookup,
+        parameters(&[
+            json!({"name": "system", "valueUri": SCT}),
+            json!({"name": "version", "valueString": VERSION}),
+            json!({"name": "code", "valueCode": code}),
+        ]),
+    )
+    .unwrap();
+    let rf2 = &fixture().rf2;
+    assert_eq!(
+        param(&answer, "display").unwrap()["valueString"],
+        "Repair of tendon of hand"
+    );
+    assert_eq!(
+        property_values(&answer, "parent"),
+        rf2.sorted(&rf2.parents, code)
+    );
+    assert_eq!(
+        property_values(&answer, "child"),
+        rf2.sorted(&rf2.children, code)
+    );
+    assert_eq!(param(&answer, "version").unwrap()["valueString"], VERSION);
+    // An unknown code is an error, not an empty answer.
+    assert!(
+        run(
+            Operation::Lookup,
+            parameters(&[
+                json!({"name": "system", "valueUri": SCT}),
+                json!({"name": "code", "valueCode": "99999999"}),
+            ]),
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn subsumes_follows_the_inferred_hierarchy() {
+    let rf2 = &fixture().rf2;
+    let below = rf2.descendants_or_self("128241005");
+    let child = below.iter().find(|c| *c != "128241005").unwrap().clone();
+    let outcome = |a: &str, b: &str| {
+        run(
+            Operation::Subsumes,
+            parameters(&[
+                json!({"name": "system", "valueUri": SCT}),
+                json!({"name": "codeA", "valueCode": a}),
+                json!({"name": "codeB", "valueCode": b}),
+            ]),
+        )
+        .unwrap()["parameter"][0]["valueCode"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(outcome("128241005", &child), "subsumes");
+    assert_eq!(outcome(&child, "128241005"), "subsumed-by");
+    assert_eq!(outcome("128241005", "128241005"), "equivalent");
+    assert_eq!(outcome("128241005", "10200004"), "not-subsumed");
+}
+
+#[test]
+fn is_a_expansion_equals_the_release_closure() {
+    let expansion = run(
+        Operation::Expand,
+        parameters(&[json!({"name": "valueSet", "resource": isa_value_set("10200004")})]),
+    )
+    .unwrap();
+    let expected = fixture().rf2.descendants_or_self("10200004");
+    assert_eq!(codes_of(&expansion), expected);
+    assert_eq!(expansion["expansion"]["total"], expected.len());
+    // Everything below the root is more than an expansion may return.
+    let err = run(
+        Operation::Expand,
+        parameters(&[json!({"name": "valueSet", "resource": isa_value_set("138875005")})]),
+    )
+    .unwrap_err();
+    assert_eq!(err.issues[0].code, "too-costly");
+}
+
+#[test]
+fn ecl_children_and_exclusion_match_the_release() {
+    let rf2 = &fixture().rf2;
+    let children = run(
+        Operation::Expand,
+        parameters(&[json!({"name": "valueSet", "resource": ecl_value_set("<! 10200004")})]),
+    )
+    .unwrap();
+    assert_eq!(codes_of(&children), rf2.sorted(&rf2.children, "10200004"));
+    let minus = run(
+        Operation::Expand,
+        parameters(&[json!({"name": "valueSet", "resource":
+            ecl_value_set("<< 10200004 MINUS << 119216005")})]),
+    )
+    .unwrap();
+    let expected: BTreeSet<String> = rf2
+        .descendants_or_self("10200004")
+        .difference(&rf2.descendants_or_self("119216005"))
+        .cloned()
+        .collect();
+    assert_eq!(codes_of(&minus), expected);
+}
+
+#[test]
+fn invalid_ecl_and_unknown_concepts_are_client_errors() {
+    for ecl in [
+        "<< abc",
+        "< 99999999",
+        "<< 10200004 AND << 64572001 OR << 119216005",
+    ] {
+        let err = run(
+            Operation::Expand,
+            parameters(&[json!({"name": "valueSet", "resource": ecl_value_set(ecl)})]),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind, terminology::ErrorKind::Invalid, "{ecl}");
+        assert!(
+            err.issues[0].text.contains(ecl),
+            "{ecl}: {}",
+            err.issues[0].text
+        );
+    }
+}
+
+#[test]
+fn validate_code_in_an_implicit_value_set_and_with_expressions() {
+    let rf2 = &fixture().rf2;
+    let inside = rf2.descendants_or_self("10200004");
+    let member = inside.iter().find(|c| *c != "10200004").unwrap();
+    let outside = rf2.concepts.iter().find(|c| !inside.contains(*c)).unwrap();
+    let validate = |code: &str| {
+        let a = run(
+            Operation::ValidateVs,
+            parameters(&[
+                json!({"name": "url", "valueUri": format!("{SCT}?fhir_vs=isa/10200004")}),
+                json!({"name": "system", "valueUri": SCT}),
+                json!({"name": "code", "valueCode": code}),
+            ]),
+        )
+        .unwrap();
+        param(&a, "result").unwrap()["valueBoolean"]
+            .as_bool()
+            .unwrap()
+    };
+    assert!(validate(member));
+    assert!(!validate(outside));
+    // A post-coordinated expression refines its focus concept: in the value set when its focus is.
+    assert!(validate(&format!("{member}:{{272741003=24028007}}")));
+    assert!(!validate(&format!("{outside}:{{272741003=24028007}}")));
+    // An implicit value set of an unknown concept does not exist.
+    assert!(
+        run(
+            Operation::ValidateVs,
+            parameters(&[
+                json!({"name": "url", "valueUri": format!("{SCT}?fhir_vs=isa/4106070063")}),
+                json!({"name": "system", "valueUri": SCT}),
+                json!({"name": "code", "valueCode": member}),
+            ]),
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn an_inactive_description_is_a_warning_and_a_wrong_display_an_error() {
+    let validate = |display: &str| {
+        run(
+            Operation::ValidateCs,
+            parameters(&[
+                json!({"name": "url", "valueUri": SCT}),
+                json!({"name": "code", "valueCode": "42463004"}),
+                json!({"name": "display", "valueString": display}),
+            ]),
+        )
+        .unwrap()
+    };
+    // `Genus: Opisthorchis` (1788015016) is an inactive description of 42463004 in the release.
+    let a = validate("Genus: Opisthorchis");
+    assert_eq!(param(&a, "result").unwrap()["valueBoolean"], true);
+    let text = param(&a, "issues").unwrap()["resource"]["issue"][0]["details"]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        text.contains("no longer considered a correct display"),
+        "{text}"
+    );
+    let b = validate("Opisthorchis species");
+    assert_eq!(param(&b, "result").unwrap()["valueBoolean"], true);
+    let c = validate("Liver");
+    assert_eq!(param(&c, "result").unwrap()["valueBoolean"], false);
+}
+
+#[test]
+fn expressions_are_checked_against_the_release() {
+    let check = |code: &str| {
+        run(
+            Operation::ValidateCs,
+            parameters(&[
+                json!({"name": "url", "valueUri": SCT}),
+                json!({"name": "code", "valueCode": code}),
+            ]),
+        )
+        .unwrap()
+    };
+    let good = check("128241005:{363698007=181268008}");
+    assert_eq!(param(&good, "result").unwrap()["valueBoolean"], true);
+    assert_eq!(
+        param(&good, "display").unwrap()["valueString"],
+        "128241005|Inflammatory disease of liver|:{363698007|Finding site|=181268008|Entire liver|}"
+    );
+    // 240280071 is not a concept of the release; 24028007 |Right| is not an attribute.
+    for bad in [
+        "367430006:{272741003=240280071}",
+        "367430006:{24028007=272741003}",
+    ] {
+        assert_eq!(
+            param(&check(bad), "result").unwrap()["valueBoolean"],
+            false,
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn history_association_map_translates_to_the_replacement() {
+    let (_, source, target) = fixture()
+        .rf2
+        .associations
+        .iter()
+        .find(|(r, _, _)| r == "900000000000526001")
+        .expect("an active REPLACED BY row")
+        .clone();
+    let answer = run(
+        Operation::Translate,
+        parameters(&[
+            json!({"name": "url", "valueUri": format!("{SCT}?fhir_cm=900000000000526001")}),
+            json!({"name": "system", "valueUri": SCT}),
+            json!({"name": "code", "valueCode": source}),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(param(&answer, "result").unwrap()["valueBoolean"], true);
+    let m = param(&answer, "match").unwrap();
+    assert_eq!(m["part"][1]["valueCoding"]["code"], target.as_str());
+}
