@@ -591,9 +591,10 @@ fn provider_include(
                 Severity::Error,
                 "too-costly",
                 None,
+                // tx.fhir.org names the value set by its URL alone here.
                 format!(
                     "The value set '{}' expansion has too many codes to produce (>{})",
-                    vs_canonical(container),
+                    container["url"].as_str().unwrap_or_default(),
                     ctx.max_expansion
                 ),
             )

@@ -38,7 +38,8 @@ const STANDARD_PROPERTIES: &[&str] = &[
     "display",
 ];
 
-/// Elements of the value set copied into its expansion.
+/// Elements of the value set copied into its expansion (not `description`: tx.fhir.org leaves it out, and no
+/// conformance test expects it).
 const KEPT: &[&str] = &[
     "resourceType",
     "id",
@@ -51,7 +52,6 @@ const KEPT: &[&str] = &[
     "experimental",
     "date",
     "publisher",
-    "description",
 ];
 
 /// ValueSet/$expand.
@@ -189,7 +189,17 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         }
     }
     // R4 has no `expansion.property`: it travels as R5's cross-version extension.
-    let props = property_declarations(ctx, &entries);
+    // Declarations cover the codes shown (a `count=0` expansion shows none).
+    let shown: &[Entry] = if paged {
+        let start = offset.min(entries.len());
+        let end = start
+            .saturating_add(opts.count.unwrap_or(usize::MAX))
+            .min(entries.len());
+        &entries[start..end]
+    } else {
+        &entries
+    };
+    let props = property_declarations(ctx, shown);
     ext.extend(props.iter().map(|p| r5_extension("property", p)));
     if !ext.is_empty() {
         expansion.insert("extension".into(), Value::Array(ext));

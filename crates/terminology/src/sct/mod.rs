@@ -255,7 +255,7 @@ impl SnomedProvider {
     }
 
     /// Parses and evaluates an ECL filter value: the selected concepts and the tree (to test expressions).
-    fn ecl(&self, text: &str, path: &str) -> Result<(RoaringBitmap, ecl::Expression), TxError> {
+    fn ecl(&self, text: &str) -> Result<(RoaringBitmap, ecl::Expression), TxError> {
         let invalid = |detail: String| {
             TxError::new(
                 ErrorKind::Invalid,
@@ -265,8 +265,7 @@ impl SnomedProvider {
                     Some("vs-invalid"),
                     format!("Invalid ECL expression: '{text}': ({detail})"),
                 )
-                .with_id("INVALID_ECL")
-                .at(path.to_string()),
+                .with_id("INVALID_ECL"),
             )
         };
         let tree = ecl::parse(text).map_err(|e| invalid(e.to_string()))?;
@@ -573,7 +572,7 @@ impl CodeSystemProvider for SnomedProvider {
                     std::iter::once(idx.0).collect()
                 }
                 ("constraint" | "expression", "=") => {
-                    let (b, tree) = self.ecl(value, &fpath)?;
+                    let (b, tree) = self.ecl(value)?;
                     rules.push(ExprRule::Ecl(tree));
                     b
                 }
