@@ -342,15 +342,17 @@ impl CodeSystem {
         if ancestor == descendant {
             return true;
         }
+        // Ancestors are few (a handful of levels), so a list beats a per-call bitmap of every concept: filters
+        // call this once per concept of the code system (98k for ICD-10-CM).
         let mut stack = vec![descendant];
-        let mut seen = vec![false; self.concepts.len()];
+        let mut seen: Vec<usize> = Vec::new();
         while let Some(i) = stack.pop() {
             for &p in &self.concepts[i].parents {
                 if p == ancestor {
                     return true;
                 }
-                if !seen[p] {
-                    seen[p] = true;
+                if !seen.contains(&p) {
+                    seen.push(p);
                     stack.push(p);
                 }
             }

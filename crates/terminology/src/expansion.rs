@@ -133,8 +133,9 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         let (url, version) = crate::context::split_canonical(u);
         used.push((
             u.clone(),
+            // Only the status elements are read: the concepts (98k for ICD-10-CM) are not worth a copy.
             ctx.find_cs(url, version)
-                .map(|cs| cs.resource.as_ref().clone()),
+                .map(|cs| without_concepts(&cs.resource)),
         ));
     }
     for u in &ev.used_vs {
@@ -484,4 +485,17 @@ fn render_nested(ctx: &Ctx<'_>, entries: &[Entry]) -> Vec<Value> {
         .into_iter()
         .map(|n| build(ctx, entries, &children, n))
         .collect()
+}
+
+/// A CodeSystem resource's top-level elements without its `concept` tree.
+fn without_concepts(resource: &Value) -> Value {
+    match resource.as_object() {
+        Some(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| k.as_str() != "concept")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        None => resource.clone(),
+    }
 }
