@@ -20,6 +20,23 @@ use std::path::Path;
 /// The canonical URL of ICD-10-CM.
 pub const ICD10CM_URL: &str = "http://hl7.org/fhir/sid/icd-10-cm";
 
+/// The implicit value set of every ICD-10-CM code ([`icd10cm_all_value_set`]).
+pub const ICD10CM_ALL_VS: &str = "http://hl7.org/fhir/sid/icd-10-cm/vs";
+
+/// The value set of all of ICD-10-CM (`CodeSystem.valueSet`), for `$expand?url=...` and `$validate-code`.
+pub fn icd10cm_all_value_set(version: &str) -> Value {
+    json!({
+        "resourceType": "ValueSet",
+        "id": "icd-10-cm-all",
+        "url": ICD10CM_ALL_VS,
+        "version": version,
+        "name": "ICD10CM",
+        "title": "All ICD-10-CM codes",
+        "status": "active",
+        "compose": {"include": [{"system": ICD10CM_URL}]},
+    })
+}
+
 /// Where users get the file: CDC's ICD-10-CM page lists a "Code Tables, Tabular and Index" zip per fiscal year
 /// holding `icd10cm-tabular-<year>.xml`.
 pub const ICD10CM_SOURCE: &str = "https://www.cdc.gov/nchs/icd/icd-10-cm/files.html";
@@ -139,6 +156,7 @@ pub fn import_icd10cm(path: &Path) -> Result<(Value, Icd10cmStats), LoadError> {
         "publisher": "Centers for Disease Control and Prevention (CDC), National Center for Health Statistics (NCHS)",
         "description": format!("ICD-10-CM tabular list, version {}, imported from CDC's XML ({ICD10CM_SOURCE})", stats.version),
         "caseSensitive": true,
+        "valueSet": ICD10CM_ALL_VS,
         "hierarchyMeaning": "is-a",
         "compositional": false,
         "versionNeeded": false,

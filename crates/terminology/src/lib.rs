@@ -47,7 +47,10 @@ mod validate;
 pub use bundle::write_bundle;
 pub use codesystem::{CodeSystem, Concept, Content};
 pub use error::{ErrorKind, Issue, LoadError, Severity, TX_ISSUE_TYPE, TxError, operation_outcome};
-pub use icd10cm::{ICD10CM_SOURCE, ICD10CM_URL, Icd10cmStats, import_icd10cm};
+pub use icd10cm::{
+    ICD10CM_ALL_VS, ICD10CM_SOURCE, ICD10CM_URL, Icd10cmStats, icd10cm_all_value_set,
+    import_icd10cm,
+};
 pub use loinc::{LOINC_URL, LoincImport, LoincStats, import_loinc};
 pub use package::{LoadStats, load_data_dir, load_package};
 pub use params::Params;

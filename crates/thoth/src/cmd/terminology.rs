@@ -167,7 +167,8 @@ pub fn import_icd10cm(global: &GlobalArgs, args: Icd10cmArgs) -> anyhow::Result<
     let started = std::time::Instant::now();
     let (cs, s) = terminology::import_icd10cm(&args.file)?;
     let target = terminology_file(&data_dir, "icd10cm.json");
-    terminology::write_bundle(&target, vec![cs])?;
+    let all = terminology::icd10cm_all_value_set(&s.version);
+    terminology::write_bundle(&target, vec![cs, all])?;
     println!(
         "imported ICD-10-CM {}: {} chapters, {} blocks, {} categories and codes, {} codes with a 7th character, {} billable, into {} ({:.1} s)",
         s.version,

@@ -246,6 +246,19 @@ fn imported_loinc_and_icd10cm_are_served_after_a_restart() {
     );
     let a = get("/fhir/CodeSystem/$lookup?system=http://hl7.org/fhir/sid/icd-10-cm&code=S00.00XA");
     assert!(a.to_string().contains("initial encounter"), "{a}");
+    let a = get(
+        "/fhir/ValueSet/$validate-code?url=http://hl7.org/fhir/sid/icd-10-cm/vs&system=http://hl7.org/fhir/sid/icd-10-cm&code=E11.9",
+    );
+    assert_eq!(
+        a["parameter"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "result")
+            .unwrap()["valueBoolean"],
+        true,
+        "{a}"
+    );
     let a = get("/fhir/ValueSet/$expand?url=http://loinc.org/vs/LL744-4");
     assert_eq!(a["expansion"]["total"], 2, "{a}");
 }
