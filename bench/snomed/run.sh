@@ -33,7 +33,7 @@ fi
 du -sh "$DATA/snomed"/store-*
 
 echo "== serve"
-RUST_LOG=info "$THOTH" --data "$DATA" serve --http 127.0.0.1:$PORT --mllp 127.0.0.1:$MLLP_PORT >"$WORK/serve.log" 2>&1 &
+RUST_LOG=info "$THOTH" --data "$DATA" serve --offline --http 127.0.0.1:$PORT --mllp 127.0.0.1:$MLLP_PORT >"$WORK/serve.log" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done

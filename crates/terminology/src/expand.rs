@@ -580,9 +580,17 @@ fn provider_include(
     }
     let filters = inc["filter"].as_array().cloned().unwrap_or_default();
     let probe = ctx.probe.borrow().clone();
-    let selection = provider.select(&filters, probe.as_deref(), path)?;
-    if let Some(reason) = selection.unclosed {
+    let mut selection = provider.select(&filters, probe.as_deref(), path)?;
+    if let Some(reason) = selection.unclosed.take() {
         out.unclosed = Some(reason);
+    }
+    // An expansion with a text filter compiles only the concepts the provider's index says could match (the
+    // generic filter then decides on the displays), not every selected concept.
+    if probe.is_none()
+        && let Some(filter) = &ctx.opts.filter
+        && let Some(candidates) = provider.text_candidates(&selection.codes, filter)
+    {
+        selection.codes = candidates;
     }
     if probe.is_none() && ctx.opts.count.is_none() && selection.codes.len() > ctx.max_expansion {
         return Err(TxError::new(

@@ -76,6 +76,15 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
     /// The `$lookup` answer for `code` (a Parameters resource), None when the code is unknown.
     fn lookup(&self, code: &str, languages: Option<&str>, properties: &[String]) -> Option<Value>;
 
+    /// The codes among `codes` (in their order) that the expansion's text `filter` could match, found through the
+    /// provider's own text index: a superset of what the generic filter over displays keeps, so an expansion
+    /// compiles only the candidates instead of every selected concept. `None` when the provider has no index
+    /// or the filter is not text (codes are matched by prefix).
+    fn text_candidates(&self, codes: &[String], filter: &str) -> Option<Vec<String>> {
+        let _ = (codes, filter);
+        None
+    }
+
     /// An implicit value set (`?fhir_vs...`) of this code system, None when the URL names none or names an
     /// unknown concept or reference set.
     fn implicit_value_set(&self, url: &str) -> Option<Value>;

@@ -506,6 +506,32 @@ impl CodeSystemProvider for SnomedProvider {
         )]
     }
 
+    /// Every description whose tokens all start with the filter's tokens (the store's search index, all
+    /// languages, active and inactive), then the selected codes of those concepts.
+    fn text_candidates(&self, codes: &[String], filter: &str) -> Option<Vec<String>> {
+        if !filter.chars().any(char::is_alphabetic) {
+            return None;
+        }
+        let selected: RoaringBitmap = codes
+            .iter()
+            .filter_map(|c| self.idx(c))
+            .map(|c| c.0)
+            .collect();
+        let mut req = snomed::SearchRequest::new(filter);
+        req.max_hits = usize::MAX;
+        req.inactive_concepts = true;
+        req.constraint = Some(&selected);
+        let hits = self.store.search(&req).ok()?;
+        let matched: RoaringBitmap = hits.iter().map(|h| h.concept.0).collect();
+        Some(
+            codes
+                .iter()
+                .filter(|c| self.idx(c).is_some_and(|i| matched.contains(i.0)))
+                .cloned()
+                .collect(),
+        )
+    }
+
     fn select(
         &self,
         filters: &[Value],

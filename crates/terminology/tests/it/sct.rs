@@ -423,3 +423,79 @@ fn history_association_map_translates_to_the_replacement() {
     let m = param(&answer, "match").unwrap();
     assert_eq!(m["part"][1]["valueCoding"]["code"], target.as_str());
 }
+
+/// The generic text filter of `$expand`: the code, or a word of the display, starts with the filter.
+fn filter_keeps(code: &str, display: &str, filter: &str) -> bool {
+    let (d, f) = (display.to_lowercase(), filter.to_lowercase());
+    code.starts_with(&f)
+        || d.starts_with(&f)
+        || d.split(|c: char| !c.is_alphanumeric())
+            .any(|w| w.starts_with(&f))
+}
+
+#[test]
+fn text_filtered_expansion_loses_nothing_to_the_search_index() {
+    // The unfiltered expansion, filtered here by the generic rule, against the server's filtered expansion
+    // (which first narrows the selection through the store's search index).
+    let vs = isa_value_set("10200004");
+    let all = run(
+        Operation::Expand,
+        parameters(&[json!({"name": "valueSet", "resource": vs.clone()})]),
+    )
+    .unwrap();
+    let contains = all["expansion"]["contains"].as_array().unwrap().clone();
+    assert!(contains.len() > 20, "expected a sizeable subtree");
+    let mut filters: Vec<String> = contains
+        .iter()
+        .step_by(7)
+        .filter_map(|c| c["display"].as_str())
+        .filter_map(|d| d.split(' ').nth(1).or(d.split(' ').next()))
+        .filter(|w| w.len() >= 4 && w.chars().all(char::is_alphabetic))
+        .map(|w| w[..4].to_string())
+        .collect();
+    filters.extend(["infl".to_string(), "zzzq".to_string()]);
+    for f in &filters {
+        let expected: BTreeSet<String> = contains
+            .iter()
+            .filter(|c| {
+                filter_keeps(
+                    c["code"].as_str().unwrap(),
+                    c["display"].as_str().unwrap_or_default(),
+                    f,
+                )
+            })
+            .map(|c| c["code"].as_str().unwrap().to_string())
+            .collect();
+        let got = run(
+            Operation::Expand,
+            parameters(&[
+                json!({"name": "valueSet", "resource": vs.clone()}),
+                json!({"name": "filter", "valueString": f}),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(codes_of(&got), expected, "filter {f}");
+    }
+    // Below the root everything is too many to expand, but a text filter narrows it through the index first.
+    let word = &filters[0];
+    let root = run(
+        Operation::Expand,
+        parameters(&[
+            json!({"name": "valueSet", "resource": isa_value_set("138875005")}),
+            json!({"name": "filter", "valueString": word}),
+        ]),
+    )
+    .unwrap();
+    let found = root["expansion"]["contains"].as_array().unwrap();
+    assert!(!found.is_empty(), "filter {word} below the root");
+    for c in found {
+        assert!(
+            filter_keeps(
+                c["code"].as_str().unwrap(),
+                c["display"].as_str().unwrap(),
+                word
+            ),
+            "{c}"
+        );
+    }
+}
