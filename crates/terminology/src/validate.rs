@@ -541,20 +541,32 @@ fn unknown_system(
         return;
     }
     let known = ctx.known_versions(&system);
-    let text = match version {
-        Some(v) if !known.is_empty() => format!(
-            "A definition for CodeSystem '{system}' version '{v}' could not be found, so the code cannot be validated. Valid versions: {}",
-            known.join(" or ")
+    // The message ids are those of the FHIR validator's bundle, which tx.fhir.org puts on each variant.
+    let (text, id) = match version {
+        Some(v) if !known.is_empty() => (
+            format!(
+                "A definition for CodeSystem '{system}' version '{v}' could not be found, so the code cannot be validated. Valid versions: {}",
+                known.join(" or ")
+            ),
+            "UNKNOWN_CODESYSTEM_VERSION",
         ),
-        Some(v) => format!(
-            "A definition for CodeSystem '{system}' version '{v}' could not be found, so the code cannot be validated. No versions of this code system are known"
+        Some(v) => (
+            format!(
+                "A definition for CodeSystem '{system}' version '{v}' could not be found, so the code cannot be validated. No versions of this code system are known"
+            ),
+            "UNKNOWN_CODESYSTEM_VERSION_NONE",
         ),
-        None => format!(
-            "A definition for CodeSystem '{system}' could not be found, so the code cannot be validated"
+        None => (
+            format!(
+                "A definition for CodeSystem '{system}' could not be found, so the code cannot be validated"
+            ),
+            "UNKNOWN_CODESYSTEM",
         ),
     };
     check.issues.push(
-        Issue::new(Severity::Error, "not-found", Some("not-found"), text).at(coding.expr("system")),
+        Issue::new(Severity::Error, "not-found", Some("not-found"), text)
+            .with_id(id)
+            .at(coding.expr("system")),
     );
     // A value set that includes the system cannot be evaluated without it; a coding from elsewhere only names
     // a system we do not know.

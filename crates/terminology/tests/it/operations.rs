@@ -224,3 +224,48 @@ fn subsumes_follows_nested_concepts() {
     .unwrap();
     assert_eq!(param(&r, "outcome").unwrap()["valueCode"], "subsumes");
 }
+
+/// The message id of the issue on an unknown code system (or an unknown version of a known one).
+fn unknown_system_issue_id(system: &str, version: Option<&str>) -> (String, String) {
+    let mut params = vec![
+        json!({"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/simple-all"}),
+        json!({"name": "code", "valueCode": "code1"}),
+        json!({"name": "system", "valueUri": system}),
+    ];
+    if let Some(v) = version {
+        params.push(json!({"name": "systemVersion", "valueString": v}));
+    }
+    let r = run(Operation::ValidateVs, json!({ "parameter": params })).unwrap();
+    assert_eq!(param(&r, "result").unwrap()["valueBoolean"], false);
+    let issues = &param(&r, "issues").unwrap()["resource"]["issue"];
+    let issue = issues
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["details"]["coding"][0]["code"] == "not-found")
+        .unwrap_or_else(|| panic!("no not-found issue in {issues}"));
+    let ext = &issue["extension"][0];
+    assert_eq!(
+        ext["url"],
+        "http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id"
+    );
+    (
+        ext["valueString"].as_str().unwrap().to_string(),
+        issue["details"]["text"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn validate_unknown_code_system_carries_the_message_id() {
+    let (id, text) = unknown_system_issue_id("http://hl7.org/fhir/test/CodeSystem/simpleX", None);
+    assert_eq!(id, "UNKNOWN_CODESYSTEM", "{text}");
+    let (id, text) = unknown_system_issue_id(
+        "http://hl7.org/fhir/test/CodeSystem/simpleX",
+        Some("1.0.4234"),
+    );
+    assert_eq!(id, "UNKNOWN_CODESYSTEM_VERSION_NONE", "{text}");
+    let (id, text) =
+        unknown_system_issue_id("http://hl7.org/fhir/test/CodeSystem/simple", Some("9.9.9"));
+    assert_eq!(id, "UNKNOWN_CODESYSTEM_VERSION", "{text}");
+    assert!(text.ends_with("Valid versions: 0.1.0"), "{text}");
+}
