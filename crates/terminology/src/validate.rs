@@ -144,6 +144,37 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     for coding in &codings {
         let mut coding = coding.clone();
         let mut check = Check::default();
+        if coding.system.is_none() && !coding.path.is_empty() {
+            // A Coding (alone or in a CodeableConcept) without a system has no defined meaning: tx.fhir.org
+            // does not infer one (that is only for a bare `code`), it reports the code as not in the value set
+            // and warns about the missing system.
+            check.issues.push(
+                Issue::new(
+                    Severity::Error,
+                    "code-invalid",
+                    Some("not-in-vs"),
+                    format!(
+                        "The provided code '#{}' was not found in the value set '{vs_label}'",
+                        coding.code
+                    ),
+                )
+                .with_id("None_of_the_provided_codes_are_in_the_value_set_one")
+                .at(coding.expr("code")),
+            );
+            check.issues.push(
+                Issue::new(
+                    Severity::Warning,
+                    "invalid",
+                    Some("invalid-data"),
+                    "Coding has no system. A code with no system has no defined meaning, and it cannot be validated. A system should be provided",
+                )
+                .with_id("Coding_has_no_system__cannot_validate")
+                .at(coding.whole()),
+            );
+            check.code = Some(coding.code.clone());
+            checks.push(check);
+            continue;
+        }
         if coding.system.is_none() {
             // Infer the system from the value set's codes.
             let systems: Vec<&str> = ev

@@ -269,3 +269,52 @@ fn validate_unknown_code_system_carries_the_message_id() {
     assert_eq!(id, "UNKNOWN_CODESYSTEM_VERSION", "{text}");
     assert!(text.ends_with("Valid versions: 0.1.0"), "{text}");
 }
+
+#[test]
+fn validate_coding_without_system_is_not_inferred() {
+    // A bare `code` takes its system from the value set ...
+    let r = run(
+        Operation::ValidateVs,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/simple-all"},
+            {"name": "code", "valueCode": "code1"}
+        ]}),
+    )
+    .unwrap();
+    assert_eq!(param(&r, "result").unwrap()["valueBoolean"], true);
+    // ... a Coding without a system has no meaning and is not in the value set.
+    let r = run(
+        Operation::ValidateVs,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/simple-all"},
+            {"name": "coding", "valueCoding": {"code": "code1"}}
+        ]}),
+    )
+    .unwrap();
+    assert_eq!(param(&r, "result").unwrap()["valueBoolean"], false);
+    let issues = param(&r, "issues").unwrap()["resource"]["issue"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let summary: Vec<(&str, &str, &str)> = issues
+        .iter()
+        .map(|i| {
+            (
+                i["severity"].as_str().unwrap(),
+                i["details"]["coding"][0]["code"].as_str().unwrap(),
+                i["expression"][0].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("error", "not-in-vs", "Coding.code"),
+            ("warning", "invalid-data", "Coding")
+        ]
+    );
+    assert_eq!(
+        param(&r, "message").unwrap()["valueString"],
+        "Coding has no system. A code with no system has no defined meaning, and it cannot be validated. A system should be provided; The provided code '#code1' was not found in the value set 'http://hl7.org/fhir/test/ValueSet/simple-all|5.0.0'"
+    );
+}
