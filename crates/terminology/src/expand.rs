@@ -487,6 +487,7 @@ fn evaluate_include(
                     .find(|c| c["resourceType"] == "ValueSet" && c["id"] == id)
                     .map(|c| Arc::new(c.clone()))
             });
+            let is_contained = contained.is_some();
             let Some(imported) = contained.or_else(|| ctx.find_vs(canonical)) else {
                 let (url, version) = split_canonical(canonical);
                 let text = match version {
@@ -509,7 +510,9 @@ fn evaluate_include(
             let ev = evaluate(ctx, &imported, stack)?;
             out.unresolved.extend(ev.unresolved.iter().cloned());
             let c = vs_canonical(&imported);
-            if !out.used_vs.contains(&c) {
+            // A contained value set is part of the one that contains it, not a value set of its own that a
+            // client could look up: tx.fhir.org does not list it as `used-valueset`.
+            if !is_contained && !out.used_vs.contains(&c) {
                 out.used_vs.push(c);
             }
             for u in ev.used_cs {

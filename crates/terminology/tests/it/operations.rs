@@ -318,3 +318,40 @@ fn validate_coding_without_system_is_not_inferred() {
         "Coding has no system. A code with no system has no defined meaning, and it cannot be validated. A system should be provided; The provided code '#code1' was not found in the value set 'http://hl7.org/fhir/test/ValueSet/simple-all|5.0.0'"
     );
 }
+
+#[test]
+fn expand_does_not_list_a_contained_value_set_as_used() {
+    let vs = run(
+        Operation::Expand,
+        json!({"parameter": [{"name": "valueSet", "resource": {
+            "resourceType": "ValueSet",
+            "status": "active",
+            "contained": [{
+                "resourceType": "ValueSet",
+                "id": "vs1",
+                "url": "http://example.org/fhir/ValueSet/relevant-codes",
+                "status": "active",
+                "compose": {"include": [{
+                    "system": "http://hl7.org/fhir/test/CodeSystem/simple",
+                    "concept": [{"code": "code1"}]
+                }]}
+            }],
+            "compose": {"include": [{"valueSet": [
+                "#vs1",
+                "http://hl7.org/fhir/test/ValueSet/simple-filter-isa"
+            ]}]}
+        }}]}),
+    )
+    .unwrap();
+    let used: Vec<&str> = vs["expansion"]["parameter"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] == "used-valueset")
+        .map(|p| p["valueUri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        used,
+        ["http://hl7.org/fhir/test/ValueSet/simple-filter-isa|5.0.0"]
+    );
+}
