@@ -74,7 +74,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let mut server = Command::new(&exe)
         .args(["--data"])
         .arg(&data)
+        // MLLP on a port of the OS's choosing: the default 2575 may be taken by another server on the machine.
         .args(["serve", "--offline", "--http", &format!("127.0.0.1:{port}")])
+        .args(["--mllp", "127.0.0.1:0"])
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
