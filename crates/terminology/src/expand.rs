@@ -596,20 +596,11 @@ fn provider_include(
         selection.codes = candidates;
     }
     if probe.is_none() && ctx.opts.count.is_none() && selection.codes.len() > ctx.max_expansion {
+        // tx.fhir.org names the value set by its URL alone here.
+        let url = container["url"].as_str().unwrap_or_default();
         return Err(TxError::new(
             ErrorKind::TooCostly,
-            Issue::new(
-                Severity::Error,
-                "too-costly",
-                None,
-                // tx.fhir.org names the value set by its URL alone here.
-                format!(
-                    "The value set '{}' expansion has too many codes to produce (>{})",
-                    container["url"].as_str().unwrap_or_default(),
-                    ctx.max_expansion
-                ),
-            )
-            .with_id("VALUESET_TOO_COSTLY"),
+            crate::expansion::too_costly(url, ctx.max_expansion).with_id("VALUESET_TOO_COSTLY"),
         ));
     }
     let codes: Vec<&str> = selection.codes.iter().map(String::as_str).collect();

@@ -78,16 +78,7 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     if opts.count.is_none() && total > ctx.max_expansion {
         return Err(TxError::new(
             ErrorKind::TooCostly,
-            Issue::new(
-                Severity::Error,
-                "too-costly",
-                None,
-                format!(
-                    "The value set '{}' expansion has too many codes to produce (>{})",
-                    vs_canonical(&vs),
-                    ctx.max_expansion
-                ),
-            ),
+            too_costly(&vs_canonical(&vs), ctx.max_expansion),
         ));
     }
     // Codes say which version they come from when the value set uses several versions of their system.
@@ -498,4 +489,14 @@ fn without_concepts(resource: &Value) -> Value {
         ),
         None => resource.clone(),
     }
+}
+
+/// The issue of an expansion refused for its size; `name` is how the value set is named in the message.
+pub(crate) fn too_costly(name: &str, limit: usize) -> Issue {
+    Issue::new(
+        Severity::Error,
+        "too-costly",
+        None,
+        format!("The value set '{name}' expansion has too many codes to produce (>{limit})"),
+    )
 }
