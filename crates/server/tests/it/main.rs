@@ -9,10 +9,12 @@ mod snomed_api;
 mod terminology;
 
 async fn get(app: axum::Router, uri: &str) -> (StatusCode, String, String) {
-    let response = app
-        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
+    send(app, Request::get(uri).body(Body::empty()).unwrap()).await
+}
+
+/// Sends `req` to `app`: the status, the content type and the body as text.
+async fn send(app: axum::Router, req: Request<Body>) -> (StatusCode, String, String) {
+    let response = app.oneshot(req).await.unwrap();
     let status = response.status();
     let content_type = response
         .headers()

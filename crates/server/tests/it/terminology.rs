@@ -131,19 +131,7 @@ async fn terminology_capabilities() {
 }
 
 async fn call_raw(req: Request<Body>) -> (StatusCode, String, String) {
-    let response = app().oneshot(req).await.unwrap();
-    let status = response.status();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_string())
-        .unwrap_or_default();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        content_type,
-        String::from_utf8(body.to_vec()).unwrap(),
-    )
+    crate::send(app(), req).await
 }
 
 #[tokio::test]
