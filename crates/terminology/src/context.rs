@@ -326,26 +326,31 @@ impl<'a> Ctx<'a> {
 
     /// The display to show for `concept` in the requested language.
     pub fn display(&self, cs: &CodeSystem, concept: &Concept) -> Option<String> {
-        if let Some(langs) = &self.opts.display_language {
-            for lang in parse_languages(langs) {
-                if lang == "*" {
-                    break;
-                }
-                let cs_lang = cs.language.as_deref().unwrap_or("en");
-                if lang_matches(&lang, cs_lang) && concept.display.is_some() {
-                    return concept.display.clone();
-                }
-                if let Some(d) = concept.designations.iter().find(|d| {
-                    d.language
-                        .as_deref()
-                        .is_some_and(|l| lang_matches(&lang, l))
-                }) {
-                    return Some(d.value.clone());
-                }
+        display_in(cs, concept, self.opts.display_language.as_deref())
+    }
+}
+
+/// The display to show for `concept` when the languages `languages` (an Accept-Language list) are asked for.
+pub fn display_in(cs: &CodeSystem, concept: &Concept, languages: Option<&str>) -> Option<String> {
+    if let Some(langs) = languages {
+        for lang in parse_languages(langs) {
+            if lang == "*" {
+                break;
+            }
+            let cs_lang = cs.language.as_deref().unwrap_or("en");
+            if lang_matches(&lang, cs_lang) && concept.display.is_some() {
+                return concept.display.clone();
+            }
+            if let Some(d) = concept.designations.iter().find(|d| {
+                d.language
+                    .as_deref()
+                    .is_some_and(|l| lang_matches(&lang, l))
+            }) {
+                return Some(d.value.clone());
             }
         }
-        concept.display.clone()
     }
+    concept.display.clone()
 }
 
 /// Splits `url|version`.

@@ -86,6 +86,114 @@ fn parse_records(text: &str) -> Vec<Vec<String>> {
     records
 }
 
+/// A CSV file read one record at a time, so that a large release file is never held whole (same parse as
+/// [`Table`]).
+pub struct Reader<R> {
+    input: R,
+    columns: HashMap<String, usize>,
+    buf: Vec<u8>,
+    pending: std::collections::VecDeque<Vec<String>>,
+    record: Vec<String>,
+    field: String,
+    in_quotes: bool,
+    done: bool,
+    first: bool,
+}
+
+impl<R: std::io::BufRead> Reader<R> {
+    /// Reads the header row of `input`.
+    pub fn new(input: R) -> std::io::Result<Self> {
+        let mut r = Reader {
+            input,
+            columns: HashMap::new(),
+            buf: Vec::new(),
+            pending: Default::default(),
+            record: Vec::new(),
+            field: String::new(),
+            in_quotes: false,
+            done: false,
+            first: true,
+        };
+        if let Some(header) = r.next_row()? {
+            r.columns = header.into_iter().enumerate().map(|(i, n)| (n, i)).collect();
+        }
+        Ok(r)
+    }
+
+    /// Whether the header names `column`.
+    pub fn has(&self, column: &str) -> bool {
+        self.columns.contains_key(column)
+    }
+
+    /// The value of `column` in `row` ("" when the column or the value is missing).
+    pub fn get<'a>(&self, row: &'a [String], column: &str) -> &'a str {
+        self.columns
+            .get(column)
+            .and_then(|&i| row.get(i))
+            .map(|s| s.trim())
+            .unwrap_or("")
+    }
+
+    /// The next data row, None at the end.
+    pub fn next_row(&mut self) -> std::io::Result<Option<Vec<String>>> {
+        while self.pending.is_empty() && !self.done {
+            self.buf.clear();
+            // Lines end in `\n`, so a multi-byte character is never split between two reads.
+            let n = self.input.read_until(b'\n', &mut self.buf)?;
+            if n == 0 {
+                self.done = true;
+                if !self.field.is_empty() || !self.record.is_empty() {
+                    self.record.push(std::mem::take(&mut self.field));
+                    self.pending.push_back(std::mem::take(&mut self.record));
+                }
+                break;
+            }
+            let text = String::from_utf8_lossy(&self.buf).into_owned();
+            let text = if self.first {
+                self.first = false;
+                text.strip_prefix('\u{feff}').unwrap_or(&text).to_string()
+            } else {
+                text
+            };
+            self.feed(&text);
+        }
+        Ok(self.pending.pop_front())
+    }
+
+    fn feed(&mut self, text: &str) {
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            if self.in_quotes {
+                if c == '"' {
+                    if chars.peek() == Some(&'"') {
+                        self.field.push('"');
+                        chars.next();
+                    } else {
+                        self.in_quotes = false;
+                    }
+                } else {
+                    self.field.push(c);
+                }
+                continue;
+            }
+            match c {
+                '"' if self.field.is_empty() => self.in_quotes = true,
+                ',' => self.record.push(std::mem::take(&mut self.field)),
+                '\r' => {}
+                '\n' => {
+                    self.record.push(std::mem::take(&mut self.field));
+                    if !(self.record.len() == 1 && self.record[0].is_empty()) {
+                        self.pending.push_back(std::mem::take(&mut self.record));
+                    } else {
+                        self.record.clear();
+                    }
+                }
+                _ => self.field.push(c),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +208,19 @@ mod tests {
         assert_eq!(t.get(&t.rows[0], "B"), "say \"hi\"");
         assert_eq!(t.get(&t.rows[1], "B"), "two\nlines");
         assert_eq!(t.get(&t.rows[1], "C"), "");
+    }
+
+    #[test]
+    fn the_streaming_reader_reads_what_the_table_reads() {
+        let text = "\u{feff}\"A\",\"B\"\r\n\"x, y\",\"say \"\"hi\"\"\"\n1,\"two\nlines\"\n\n3,\"é\"";
+        let t = Table::parse(text);
+        let mut r = Reader::new(std::io::Cursor::new(text.as_bytes())).unwrap();
+        assert!(r.has("A") && r.has("B"));
+        let mut rows = Vec::new();
+        while let Some(row) = r.next_row().unwrap() {
+            rows.push(row);
+        }
+        assert_eq!(rows, t.rows);
+        assert_eq!(r.get(&rows[2], "B"), "é");
     }
 }

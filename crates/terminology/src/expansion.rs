@@ -244,7 +244,7 @@ fn auto_status(ctx: &Ctx<'_>, e: &Entry) -> bool {
     e.inactive()
         && e.concept
             .as_ref()
-            .is_some_and(|(cs, _)| cs.provider.is_some())
+            .is_some_and(|(cs, _)| cs.provider.as_ref().is_some_and(|p| p.quiet_inactive()))
         && !ctx.opts.properties.iter().any(|p| p == "status")
 }
 

@@ -51,7 +51,10 @@ pub use icd10cm::{
     ICD10CM_ALL_VS, ICD10CM_SOURCE, ICD10CM_URL, Icd10cmStats, icd10cm_all_value_set,
     import_icd10cm,
 };
-pub use loinc::{LOINC_URL, LoincImport, LoincStats, import_loinc};
+pub use loinc::{
+    LOINC_STORE_FORMAT, LOINC_URL, LoincImport, LoincProvider, LoincStats, LoincStore,
+    import_loinc, import_loinc_store,
+};
 pub use package::{LoadStats, load_data_dir, load_package};
 pub use params::Params;
 pub use provider::{CodeSystemProvider, Detail, MapTarget, Selection};

@@ -72,8 +72,19 @@ pub fn lookup(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
             Issue::new(Severity::Error, "code-invalid", Some("invalid-code"), text).at("code"),
         ));
     };
+    let display = ctx.display(&cs, &cs.concepts[i]);
+    Ok(concept_answer(&cs, i, display, &params.strs("property")))
+}
+
+/// The `$lookup` answer for concept `i` of `cs` shown as `display`, with the properties `wanted` (all when
+/// empty or `*`): parents and children need to be concepts of `cs` to be listed.
+pub(crate) fn concept_answer(
+    cs: &CodeSystem,
+    i: usize,
+    display: Option<String>,
+    wanted: &[String],
+) -> Value {
     let c = &cs.concepts[i];
-    let wanted: Vec<String> = params.strs("property");
     let want = |p: &str| wanted.is_empty() || wanted.iter().any(|w| w == p || w == "*");
     let mut out = vec![
         json!({"name": "code", "valueCode": c.code}),
@@ -85,7 +96,7 @@ pub fn lookup(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     if let Some(v) = &cs.version {
         out.push(json!({"name": "version", "valueString": v}));
     }
-    if let Some(d) = ctx.display(&cs, c) {
+    if let Some(d) = display {
         out.push(json!({"name": "display", "valueString": d}));
     }
     if let Some(d) = &c.definition {
@@ -148,7 +159,7 @@ pub fn lookup(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         v[p.key.as_str()] = p.value.clone();
         out.push(prop(&p.code, v, None));
     }
-    Ok(json!({"resourceType": "Parameters", "parameter": out}))
+    json!({"resourceType": "Parameters", "parameter": out})
 }
 
 /// CodeSystem/$subsumes.

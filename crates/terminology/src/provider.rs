@@ -57,6 +57,13 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
         path: &str,
     ) -> Result<Selection, TxError>;
 
+    /// Whether inactive concepts are reported as tx.fhir.org reports SNOMED CT's: validated without a status
+    /// note and shown with their status in expansions unasked. A code system whose inactive concepts are
+    /// reported like any FHIR CodeSystem's (LOINC's deprecated terms) answers false.
+    fn quiet_inactive(&self) -> bool {
+        true
+    }
+
     /// A name for the version served, shown after it in messages (`International Edition`).
     fn version_label(&self) -> Option<&str> {
         None

@@ -701,7 +701,7 @@ fn check_in_cs(ctx: &Ctx<'_>, cs: &CodeSystem, coding: &Coding, check: &mut Chec
     check.display = ctx.display(cs, concept);
     // tx.fhir.org validates inactive SNOMED CT concepts without a status note (the conformance tests expect
     // none); the status still matters to `activeOnly`.
-    if concept.is_inactive() && cs.provider.is_some() {
+    if concept.is_inactive() && cs.provider.as_ref().is_some_and(|p| p.quiet_inactive()) {
         check.inactive = ctx.opts.active_only == Some(true);
     } else if concept.is_inactive() {
         check.inactive = true;

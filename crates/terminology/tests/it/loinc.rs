@@ -3,11 +3,32 @@
 
 use crate::shared;
 use serde_json::{Value, json};
-use terminology::{Config, Kind, Operation, Params, Registry, Terminology, import_loinc};
+use terminology::{
+    Config, Kind, LoincProvider, Operation, Params, Registry, Terminology, import_loinc,
+    import_loinc_store,
+};
 
+fn subset() -> std::path::PathBuf {
+    shared().join("tx-ecosystem/tx-source/loinc")
+}
+
+/// LOINC as served: the subset imported into a store, opened by the provider.
 fn service() -> Terminology {
-    let import =
-        import_loinc(&shared().join("tx-ecosystem/tx-source/loinc"), Some("2.82")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("loinc.store");
+    import_loinc_store(&subset(), Some("2.82"), &path).unwrap();
+    // The mapping outlives the file's directory entry (removed with `dir`).
+    let provider = LoincProvider::open(&path).unwrap();
+    let mut registry = Registry::new();
+    for r in provider.resources() {
+        assert!(registry.add(r));
+    }
+    Terminology::new(registry, Config::default()).with_provider(provider)
+}
+
+/// LOINC as the FHIR CodeSystem model the store replaces: the reference for the store's answers.
+fn json_service() -> Terminology {
+    let import = import_loinc(&subset(), Some("2.82")).unwrap();
     let mut registry = Registry::new();
     for r in import.resources {
         assert!(registry.add(r));
@@ -216,4 +237,180 @@ fn the_code_system_is_searchable() {
         "http://x",
     );
     assert_eq!(bundle["total"], 1);
+}
+
+/// An operation's answer, or its OperationOutcome, without what changes from run to run.
+fn answer(tx: &Terminology, op: Operation, params: Value, lang: Option<&str>) -> Value {
+    let mut out = match tx.run(op, &Params::from_json(&params), lang) {
+        Ok(v) => v,
+        Err(e) => e.operation_outcome(),
+    };
+    if let Some(exp) = out.get_mut("expansion").and_then(Value::as_object_mut) {
+        exp.remove("identifier");
+        exp.remove("timestamp");
+    }
+    out
+}
+
+fn parameters(list: Value) -> Value {
+    json!({"resourceType": "Parameters", "parameter": list})
+}
+
+/// The store answers as the FHIR CodeSystem model did, over every code of the subset: `$lookup` with all
+/// properties (and in German), CodeSystem `$validate-code` with the right and a wrong display, `$subsumes`
+/// along every hierarchy link, ValueSet `$validate-code` against `http://loinc.org/vs` and a filtered value
+/// set, and expansions with every filter of the LOINC guide the importer supports. Expansions are compared
+/// flat (`excludeNested`): the store's are never nested, as tx.fhir.org's LOINC expansions are not.
+#[test]
+fn the_store_answers_as_the_json_model_did() {
+    let (old, new) = (json_service(), service());
+    let import = import_loinc(&subset(), Some("2.82")).unwrap();
+    let concepts = import.resources[0]["concept"].as_array().unwrap().clone();
+    assert!(concepts.len() > 480, "{}", concepts.len());
+    let mut compared = 0;
+    let mut same = |op: Operation, params: Value, lang: Option<&str>| {
+        let (a, b) = (
+            answer(&old, op, params.clone(), lang),
+            answer(&new, op, params.clone(), lang),
+        );
+        assert_eq!(a, b, "{op:?} {params}");
+        compared += 1;
+        a
+    };
+    for c in &concepts {
+        let code = c["code"].as_str().unwrap();
+        let display = c["display"].as_str().unwrap_or("x");
+        let coding = |system: &str| json!({"name": "system", "valueUri": system});
+        same(
+            Operation::Lookup,
+            parameters(json!([coding("http://loinc.org"), {"name": "code", "valueCode": code},
+                {"name": "property", "valueCode": "*"}])),
+            None,
+        );
+        same(
+            Operation::Lookup,
+            parameters(json!([coding("http://loinc.org"), {"name": "code", "valueCode": code.to_lowercase()},
+                {"name": "property", "valueCode": "COMPONENT"}, {"name": "property", "valueCode": "parent"}])),
+            Some("de-DE"),
+        );
+        for d in [display, "Not the display"] {
+            same(
+                Operation::ValidateCs,
+                parameters(json!([{"name": "url", "valueUri": "http://loinc.org"},
+                    {"name": "code", "valueCode": code}, {"name": "display", "valueString": d}])),
+                None,
+            );
+        }
+        for vs in [
+            json!({"name": "url", "valueUri": "http://loinc.org/vs"}),
+            json!({"name": "valueSet", "resource": {"resourceType": "ValueSet", "url": "http://example.org/vs",
+                "status": "active", "compose": {"include": [{"system": "http://loinc.org", "filter": [
+                    {"property": "CLASSTYPE", "op": "=", "value": "1"}]}]}}}),
+        ] {
+            same(
+                Operation::ValidateVs,
+                parameters(json!([vs, {"name": "system", "valueUri": "http://loinc.org"},
+                    {"name": "code", "valueCode": code}])),
+                None,
+            );
+        }
+        let subsumes = |a: &str, b: &str| {
+            parameters(json!([{"name": "system", "valueUri": "http://loinc.org"},
+                {"name": "codeA", "valueCode": a}, {"name": "codeB", "valueCode": b}]))
+        };
+        same(Operation::Subsumes, subsumes(code, code), None);
+        same(Operation::Subsumes, subsumes(code, "LP14082-9"), None);
+        for p in c["property"].as_array().into_iter().flatten() {
+            if p["code"] == "parent" {
+                let parent = p["valueCode"].as_str().unwrap();
+                same(Operation::Subsumes, subsumes(parent, code), None);
+                same(Operation::Subsumes, subsumes(code, parent), None);
+            }
+        }
+    }
+    // Filters: every axis by a part code and a part name, string properties, the hierarchy, answer lists.
+    let mut filters: Vec<(String, String, String)> = Vec::new();
+    for c in concepts.iter().step_by(7) {
+        for p in c["property"].as_array().into_iter().flatten() {
+            let code = p["code"].as_str().unwrap().to_string();
+            if let Some(part) = p["valueCoding"].as_object() {
+                filters.push((code.clone(), "=".into(), part["code"].as_str().unwrap().into()));
+                if let Some(d) = part.get("display").and_then(Value::as_str) {
+                    filters.push((code.clone(), "=".into(), d.into()));
+                    filters.push((code.clone(), "regex".into(), format!("{}.*", &d[..1])));
+                }
+            } else if let Some(v) = p["valueString"].as_str() {
+                filters.push((code.clone(), "=".into(), v.into()));
+            } else if let Some(v) = p["valueCode"].as_str() {
+                filters.push((code.clone(), "=".into(), v.into()));
+            }
+        }
+    }
+    for c in &concepts {
+        let code = c["code"].as_str().unwrap();
+        if code.starts_with("LP") || code.starts_with("LL") {
+            for op in ["is-a", "descendent-of", "generalizes", "child-of"] {
+                filters.push(("concept".into(), op.into(), code.into()));
+            }
+            filters.push(("answers-for".into(), "=".into(), code.into()));
+        }
+        if c["property"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|p| p["code"] == "answer-list"))
+        {
+            filters.push(("answers-for".into(), "=".into(), code.into()));
+        }
+    }
+    for (p, op, v) in [
+        ("STATUS", "=", "ACTIVE"),
+        ("STATUS", "regex", "DISC.*"),
+        ("copyright", "=", "3rdParty"),
+        ("inactive", "=", "true"),
+        ("inactive", "=", "false"),
+        ("display", "regex", ".*[Uu]rine.*"),
+        ("CLASS", "in", "CHEM,MICRO"),
+        ("CLASS", "not-in", "CHEM,MICRO"),
+        ("METHOD_TYP", "exists", "true"),
+        ("METHOD_TYP", "exists", "false"),
+        ("ORDER_OBS", "regex", "Obs.*"),
+        ("concept", "is-not-a", "LP14082-9"),
+        ("code", "regex", "LA.*"),
+        ("LIST", "=", "LL360-9"),
+        ("CLASS", "regex", "(bad"),
+        ("CLASS", "frobs", "x"),
+    ] {
+        filters.push((p.into(), op.into(), v.into()));
+    }
+    filters.sort();
+    filters.dedup();
+    assert!(filters.len() > 300, "{}", filters.len());
+    let mut nonempty = 0;
+    for (p, op, v) in &filters {
+        let vs = json!({"resourceType": "ValueSet", "url": "http://example.org/vs", "status": "active",
+            "compose": {"include": [{"system": "http://loinc.org", "filter": [{"property": p, "op": op, "value": v}]}]}});
+        let out = same(
+            Operation::Expand,
+            parameters(json!([{"name": "valueSet", "resource": vs},
+                {"name": "excludeNested", "valueBoolean": true},
+                {"name": "includeDesignations", "valueBoolean": true},
+                {"name": "property", "valueCode": "COMPONENT"}, {"name": "property", "valueCode": "parent"}])),
+            None,
+        );
+        if out["expansion"]["contains"].as_array().is_some_and(|c| !c.is_empty()) {
+            nonempty += 1;
+        }
+    }
+    // Most filters select something: the comparison is not of empty answers.
+    assert!(nonempty * 2 > filters.len(), "{nonempty} of {}", filters.len());
+    for url in ["http://loinc.org/vs", "http://loinc.org/vs/LL6136-7"] {
+        for extra in [json!({"name": "filter", "valueString": "urin"}), json!({"name": "count", "valueInteger": 20})] {
+            same(
+                Operation::Expand,
+                parameters(json!([{"name": "url", "valueUri": url}, extra,
+                    {"name": "excludeNested", "valueBoolean": true}])),
+                Some("de"),
+            );
+        }
+    }
+    assert!(compared > 5000, "{compared}");
 }

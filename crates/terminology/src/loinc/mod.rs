@@ -8,6 +8,14 @@
 //! `parent`/`child` come from `ComponentHierarchyBySystem.csv`; designations from the term's own names, the
 //! consumer names and every linguistic variant. Concepts are sorted by code, the order tx.fhir.org expands in.
 
+mod build;
+mod provider;
+mod store;
+
+pub use build::import_loinc_store;
+pub use provider::LoincProvider;
+pub use store::{FORMAT as LOINC_STORE_FORMAT, LoincStore};
+
 use crate::csv::Table;
 use crate::error::LoadError;
 use serde_json::{Map, Value, json};
@@ -207,7 +215,7 @@ pub fn import_loinc(dir: &Path, version: Option<&str>) -> Result<LoincImport, Lo
 }
 
 /// The first of `candidates` (relative to `dir`) that exists.
-fn find(dir: &Path, candidates: &[&str]) -> Option<PathBuf> {
+pub(crate) fn find(dir: &Path, candidates: &[&str]) -> Option<PathBuf> {
     candidates.iter().map(|c| dir.join(c)).find(|p| p.exists())
 }
 
@@ -220,7 +228,7 @@ fn read_table(path: &Path) -> Result<Table, LoadError> {
 }
 
 /// `Loinc_2.82` (the release zip's folder name) gives `2.82`.
-fn version_from_dir(dir: &Path) -> Option<String> {
+pub(crate) fn version_from_dir(dir: &Path) -> Option<String> {
     let name = dir
         .canonicalize()
         .ok()?
@@ -246,7 +254,7 @@ fn coding(code: &str, display: Option<&str>) -> Value {
 }
 
 /// The columns of `Loinc.csv` kept as string properties (the axes are Codings from the part links).
-const STRING_PROPERTIES: &[&str] = &[
+pub(crate) const STRING_PROPERTIES: &[&str] = &[
     "STATUS",
     "CLASSTYPE",
     "ORDER_OBS",
@@ -263,7 +271,7 @@ const STRING_PROPERTIES: &[&str] = &[
 
 /// The axes of a term: when the part links give no Coding for one (older releases, terms without links), the
 /// text of `Loinc.csv` is kept as a string.
-const AXES: &[&str] = &[
+pub(crate) const AXES: &[&str] = &[
     "COMPONENT",
     "PROPERTY",
     "TIME_ASPCT",
@@ -545,61 +553,71 @@ impl Builder {
     fn code_system(&mut self, version: &str) -> Value {
         let mut concepts = std::mem::take(&mut self.concepts);
         concepts.sort_by(|a, b| a["code"].as_str().cmp(&b["code"].as_str()));
-        let mut properties = vec![
-            json!({"code": "parent", "uri": "http://hl7.org/fhir/concept-properties#parent", "description": "A parent code in the Component Hierarchy by System", "type": "code"}),
-            json!({"code": "child", "uri": "http://hl7.org/fhir/concept-properties#child", "description": "A child code in the Component Hierarchy by System", "type": "code"}),
-            json!({"code": "inactive", "uri": "http://hl7.org/fhir/concept-properties#inactive", "description": "Whether the concept is deprecated", "type": "boolean"}),
-        ];
-        for (code, type_) in &self.property_types {
-            if matches!(code.as_str(), "parent" | "child" | "inactive") {
-                continue;
-            }
-            let mut p = json!({"code": code, "type": type_});
-            if AXES.contains(&code.as_str()) || (code.contains('-') && *type_ == "Coding") {
-                p["uri"] = json!(format!("http://loinc.org/property/{code}"));
-            }
-            properties.push(p);
-        }
-        let filters: Vec<Value> = AXES
-            .iter()
-            .chain(&["STATUS", "CLASSTYPE", "ORDER_OBS", "copyright"])
-            .map(|p| json!({"code": p, "operator": ["=", "regex"], "value": "a part code, a part name, or a value"}))
-            .chain([
-                json!({"code": "parent", "operator": ["="], "value": "a part code"}),
-                json!({"code": "child", "operator": ["="], "value": "a code"}),
-                json!({"code": "concept", "operator": ["is-a"], "value": "a part code in the Component Hierarchy by System"}),
-                json!({"code": "LIST", "operator": ["="], "value": "an answer list (LL code)"}),
-                json!({"code": "answers-for", "operator": ["="], "value": "a LOINC term or an answer list"}),
-            ])
-            .collect();
-        let count = concepts.len();
-        json!({
-            "resourceType": "CodeSystem",
-            "id": "loinc",
-            "url": LOINC_URL,
-            "identifier": [{"system": "urn:ietf:rfc:3986", "value": "urn:oid:2.16.840.1.113883.6.1"}],
-            "version": version,
-            "name": "LOINC",
-            "title": "LOINC Code System",
-            "status": "active",
-            "experimental": false,
-            "publisher": "Regenstrief Institute, Inc.",
-            "copyright": "This material contains content from LOINC (http://loinc.org). LOINC is copyright © 1995-2025, Regenstrief Institute, Inc. and the Logical Observation Identifiers Names and Codes (LOINC) Committee and is available at no cost under the license at http://loinc.org/license. LOINC® is a registered United States trademark of Regenstrief Institute, Inc.",
-            "caseSensitive": false,
-            "valueSet": "http://loinc.org/vs",
-            "hierarchyMeaning": "is-a",
-            "compositional": false,
-            "versionNeeded": false,
-            "content": "complete",
-            "count": count,
-            "filter": filters,
-            "property": properties,
-            "concept": concepts.into_iter().map(Value::Object).collect::<Vec<_>>(),
-        })
+        let mut cs = code_system_shell(version, &self.property_types, concepts.len());
+        cs["concept"] = Value::Array(concepts.into_iter().map(Value::Object).collect());
+        cs
     }
 }
 
-fn all_loinc_value_set(version: &str) -> Value {
+/// The CodeSystem resource of LOINC without its concepts: property declarations (the fixed three, then
+/// `property_types` in first-use order), filters, and `count`.
+pub(crate) fn code_system_shell(
+    version: &str,
+    property_types: &[(String, &'static str)],
+    count: usize,
+) -> Value {
+    let mut properties = vec![
+        json!({"code": "parent", "uri": "http://hl7.org/fhir/concept-properties#parent", "description": "A parent code in the Component Hierarchy by System", "type": "code"}),
+        json!({"code": "child", "uri": "http://hl7.org/fhir/concept-properties#child", "description": "A child code in the Component Hierarchy by System", "type": "code"}),
+        json!({"code": "inactive", "uri": "http://hl7.org/fhir/concept-properties#inactive", "description": "Whether the concept is deprecated", "type": "boolean"}),
+    ];
+    for (code, type_) in property_types {
+        if matches!(code.as_str(), "parent" | "child" | "inactive") {
+            continue;
+        }
+        let mut p = json!({"code": code, "type": type_});
+        if AXES.contains(&code.as_str()) || (code.contains('-') && *type_ == "Coding") {
+            p["uri"] = json!(format!("http://loinc.org/property/{code}"));
+        }
+        properties.push(p);
+    }
+    let filters: Vec<Value> = AXES
+        .iter()
+        .chain(&["STATUS", "CLASSTYPE", "ORDER_OBS", "copyright"])
+        .map(|p| json!({"code": p, "operator": ["=", "regex"], "value": "a part code, a part name, or a value"}))
+        .chain([
+            json!({"code": "parent", "operator": ["="], "value": "a part code"}),
+            json!({"code": "child", "operator": ["="], "value": "a code"}),
+            json!({"code": "concept", "operator": ["is-a"], "value": "a part code in the Component Hierarchy by System"}),
+            json!({"code": "LIST", "operator": ["="], "value": "an answer list (LL code)"}),
+            json!({"code": "answers-for", "operator": ["="], "value": "a LOINC term or an answer list"}),
+        ])
+        .collect();
+    json!({
+        "resourceType": "CodeSystem",
+        "id": "loinc",
+        "url": LOINC_URL,
+        "identifier": [{"system": "urn:ietf:rfc:3986", "value": "urn:oid:2.16.840.1.113883.6.1"}],
+        "version": version,
+        "name": "LOINC",
+        "title": "LOINC Code System",
+        "status": "active",
+        "experimental": false,
+        "publisher": "Regenstrief Institute, Inc.",
+        "copyright": "This material contains content from LOINC (http://loinc.org). LOINC is copyright © 1995-2025, Regenstrief Institute, Inc. and the Logical Observation Identifiers Names and Codes (LOINC) Committee and is available at no cost under the license at http://loinc.org/license. LOINC® is a registered United States trademark of Regenstrief Institute, Inc.",
+        "caseSensitive": false,
+        "valueSet": "http://loinc.org/vs",
+        "hierarchyMeaning": "is-a",
+        "compositional": false,
+        "versionNeeded": false,
+        "content": "complete",
+        "count": count,
+        "filter": filters,
+        "property": properties,
+    })
+}
+
+pub(crate) fn all_loinc_value_set(version: &str) -> Value {
     json!({
         "resourceType": "ValueSet",
         "id": "loinc-all",
@@ -612,7 +630,7 @@ fn all_loinc_value_set(version: &str) -> Value {
     })
 }
 
-fn answer_list_value_set(
+pub(crate) fn answer_list_value_set(
     version: &str,
     list: &str,
     display: Option<&str>,

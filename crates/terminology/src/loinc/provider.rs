@@ -1,0 +1,389 @@
+//! LOINC served from the memory-mapped [`LoincStore`]: the [`LoincProvider`] compiles only the concepts a
+//! request touches and evaluates the LOINC filters over the store, with the answers of the FHIR CodeSystem
+//! model (`import_loinc`) it replaces.
+
+use super::store::{LoincStore, PropKind, StoredProperty};
+use super::{LOINC_URL, all_loinc_value_set, answer_list_value_set};
+use crate::codesystem::{CodeSystem, Concept, Designation, PropertyValue};
+use crate::error::{LoadError, TxError};
+use crate::provider::{CodeSystemProvider, Detail, MapTarget, Selection};
+use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Weak};
+
+/// LOINC for the terminology operations, over an open [`LoincStore`].
+pub struct LoincProvider {
+    store: LoincStore,
+    shell: Arc<Value>,
+    version: String,
+    me: Weak<LoincProvider>,
+}
+
+impl std::fmt::Debug for LoincProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoincProvider")
+            .field("version", &self.version)
+            .field("concepts", &self.store.len())
+            .finish()
+    }
+}
+
+impl LoincProvider {
+    /// LOINC from the store file at `path` (written by `import_loinc_store`).
+    pub fn open(path: &Path) -> Result<Arc<LoincProvider>, LoadError> {
+        Ok(LoincProvider::new(LoincStore::open(path)?))
+    }
+
+    /// LOINC from an open store.
+    pub fn new(store: LoincStore) -> Arc<LoincProvider> {
+        let shell = Arc::new(store.shell().clone());
+        let version = store.stats().version.clone();
+        Arc::new_cyclic(|me| LoincProvider {
+            store,
+            shell,
+            version,
+            me: me.clone(),
+        })
+    }
+
+    /// The store served.
+    pub fn store(&self) -> &LoincStore {
+        &self.store
+    }
+
+    /// The resources to register beside the provider: the CodeSystem without its concepts (for read and
+    /// search; operations go to the provider), the value set of all LOINC (`http://loinc.org/vs`) and one
+    /// per answer list (`http://loinc.org/vs/LL...`).
+    pub fn resources(&self) -> Vec<Value> {
+        let mut out = vec![(*self.shell).clone(), all_loinc_value_set(&self.version)];
+        for (list, title, members) in self.store.answer_lists() {
+            let members: Vec<String> = members.into_iter().map(str::to_string).collect();
+            out.push(answer_list_value_set(&self.version, list, title, &members));
+        }
+        out
+    }
+
+    fn me(&self) -> Arc<dyn CodeSystemProvider> {
+        // `self` is only ever reached through the Arc made in `new`, so the upgrade cannot fail while a
+        // method runs.
+        match self.me.upgrade() {
+            Some(me) => me as Arc<dyn CodeSystemProvider>,
+            None => unreachable!("LoincProvider used after its last Arc was dropped"),
+        }
+    }
+
+    /// The concepts `idx` as a CodeSystem; parents and children link the ones among them.
+    fn compile_idx(&self, idx: &[u32]) -> CodeSystem {
+        let pos: HashMap<u32, usize> = idx
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(n, &i)| (i, n))
+            .collect();
+        let concepts = idx
+            .iter()
+            .map(|&i| self.concept(i, &pos))
+            .collect::<Vec<_>>();
+        CodeSystem::from_provider(self.shell.clone(), self.me(), concepts)
+    }
+
+    fn concept(&self, i: u32, pos: &HashMap<u32, usize>) -> Concept {
+        let s = &self.store;
+        Concept {
+            code: s.code(i).to_string(),
+            display: s.display(i).map(str::to_string),
+            definition: s.definition(i).map(str::to_string),
+            designations: s
+                .designations(i)
+                .map(|d| Designation {
+                    language: d.language.map(str::to_string),
+                    use_: Some(json!({"system": LOINC_URL, "code": d.use_, "display": d.use_})),
+                    value: d.value.to_string(),
+                    inactive: false,
+                })
+                .collect(),
+            properties: s.properties(i).map(|p| property_value(&p)).collect(),
+            parents: s.parents(i).filter_map(|p| pos.get(&p).copied()).collect(),
+            children: s.children(i).filter_map(|c| pos.get(&c).copied()).collect(),
+            extensions: Vec::new(),
+        }
+    }
+
+    /// Whether `ancestor` is `descendant` or above it in the component hierarchy.
+    fn subsumes_idx(&self, ancestor: u32, descendant: u32) -> bool {
+        if ancestor == descendant {
+            return true;
+        }
+        let mut stack = vec![descendant];
+        let mut seen = HashSet::new();
+        while let Some(i) = stack.pop() {
+            for p in self.store.parents(i) {
+                if p == ancestor {
+                    return true;
+                }
+                if seen.insert(p) {
+                    stack.push(p);
+                }
+            }
+        }
+        false
+    }
+
+    /// `root` and everything below it, or above it with `up`.
+    fn closure(&self, root: u32, up: bool) -> HashSet<u32> {
+        let mut out = HashSet::from([root]);
+        let mut stack = vec![root];
+        while let Some(i) = stack.pop() {
+            let next: Vec<u32> = if up {
+                self.store.parents(i).collect()
+            } else {
+                self.store.children(i).collect()
+            };
+            for n in next {
+                if out.insert(n) {
+                    stack.push(n);
+                }
+            }
+        }
+        out
+    }
+
+    /// The values a filter on `property` compares for concept `i` (as the FHIR CodeSystem model's filter
+    /// does: a Coding by its code or its display).
+    fn values(&self, i: u32, property: &str) -> Vec<&str> {
+        let s = &self.store;
+        match property {
+            "concept" | "code" => vec![s.code(i)],
+            "display" => s.display(i).into_iter().collect(),
+            "definition" => s.definition(i).into_iter().collect(),
+            "inactive" if !s.properties(i).any(|p| p.code == "inactive") => vec!["false"],
+            "parent" => s.parents(i).map(|p| s.code(p)).collect(),
+            "child" => s.children(i).map(|c| s.code(c)).collect(),
+            p => s
+                .properties(i)
+                .filter(|v| v.code == p)
+                .flat_map(|v| {
+                    let display = (v.kind == PropKind::Coding).then_some(v.display).flatten();
+                    std::iter::once(v.value).chain(display)
+                })
+                .collect(),
+        }
+    }
+
+    /// The concepts among `candidates` that pass filter `f` (already checked by the generic filter
+    /// compiler, so the operator is one it knows).
+    fn apply(&self, f: &Value, candidates: Vec<u32>) -> Vec<u32> {
+        let property = f["property"].as_str().unwrap_or_default();
+        let op = f["op"].as_str().unwrap_or_else(|| {
+            f["_op"]["extension"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find_map(|e| e["valueCode"].as_str())
+                .unwrap_or_default()
+        });
+        let value = f["value"].as_str().unwrap_or_default();
+        let target = || self.store.find(value);
+        let keep_set = |set: HashSet<u32>, want: bool| -> Vec<u32> {
+            candidates
+                .iter()
+                .copied()
+                .filter(|i| set.contains(i) == want)
+                .collect()
+        };
+        match op {
+            "=" if matches!(property, "LIST" | "answers-for") => {
+                // A term stands for its answer lists.
+                let lists: Vec<&str> = target()
+                    .map(|t| {
+                        self.store
+                            .properties(t)
+                            .filter(|p| p.code == "answer-list")
+                            .map(|p| p.value)
+                            .collect()
+                    })
+                    .filter(|l: &Vec<&str>| !l.is_empty())
+                    .unwrap_or_else(|| vec![value]);
+                candidates
+                    .into_iter()
+                    .filter(|&i| {
+                        self.store
+                            .properties(i)
+                            .any(|p| p.code == "AnswerList" && lists.contains(&p.value))
+                    })
+                    .collect()
+            }
+            "is-a" => match target() {
+                Some(t) => keep_set(self.closure(t, false), true),
+                None => Vec::new(),
+            },
+            "descendent-of" => match target() {
+                Some(t) => {
+                    let mut set = self.closure(t, false);
+                    set.remove(&t);
+                    keep_set(set, true)
+                }
+                None => Vec::new(),
+            },
+            "is-not-a" => match target() {
+                Some(t) => keep_set(self.closure(t, false), false),
+                None => candidates,
+            },
+            "generalizes" => match target() {
+                Some(t) => keep_set(self.closure(t, true), true),
+                None => Vec::new(),
+            },
+            "child-of" => match target() {
+                Some(t) => keep_set(self.store.children(t).collect(), true),
+                None => Vec::new(),
+            },
+            "=" => self.keep(candidates, property, |v| v == value),
+            "in" | "not-in" => {
+                let list: Vec<&str> = value.split(',').map(str::trim).collect();
+                let want = op == "in";
+                candidates
+                    .into_iter()
+                    .filter(|&i| {
+                        self.values(i, property)
+                            .iter()
+                            .any(|v| list.contains(v))
+                            == want
+                    })
+                    .collect()
+            }
+            "exists" => {
+                let want = value == "true";
+                candidates
+                    .into_iter()
+                    .filter(|&i| self.values(i, property).is_empty() != want)
+                    .collect()
+            }
+            "regex" => match regex::Regex::new(&format!("^(?:{value})$")) {
+                Ok(r) => self.keep(candidates, property, |v| r.is_match(v)),
+                Err(_) => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
+    fn keep(&self, candidates: Vec<u32>, property: &str, test: impl Fn(&str) -> bool) -> Vec<u32> {
+        candidates
+            .into_iter()
+            .filter(|&i| self.values(i, property).into_iter().any(&test))
+            .collect()
+    }
+}
+
+fn property_value(p: &StoredProperty<'_>) -> PropertyValue {
+    let (key, value) = match p.kind {
+        PropKind::String => ("valueString", json!(p.value)),
+        PropKind::Boolean => ("valueBoolean", json!(p.value == "true")),
+        PropKind::Code => ("valueCode", json!(p.value)),
+        PropKind::Coding => {
+            let mut c = json!({"system": LOINC_URL, "code": p.value});
+            if let Some(d) = p.display {
+                c["display"] = json!(d);
+            }
+            ("valueCoding", c)
+        }
+    };
+    PropertyValue {
+        code: p.code.to_string(),
+        key: key.to_string(),
+        value,
+    }
+}
+
+impl CodeSystemProvider for LoincProvider {
+    fn system(&self) -> &str {
+        LOINC_URL
+    }
+
+    fn version(&self) -> &str {
+        &self.version
+    }
+
+    fn code_system(&self) -> Arc<CodeSystem> {
+        Arc::new(CodeSystem::from_provider(
+            self.shell.clone(),
+            self.me(),
+            Vec::new(),
+        ))
+    }
+
+    fn compile(&self, codes: &[&str], _languages: Option<&str>, _detail: Detail) -> CodeSystem {
+        // LOINC concepts are small: every detail gets every designation and property.
+        let idx: Vec<u32> = codes.iter().filter_map(|c| self.store.find(c)).collect();
+        self.compile_idx(&idx)
+    }
+
+    fn select(
+        &self,
+        filters: &[Value],
+        only: Option<&[String]>,
+        path: &str,
+    ) -> Result<Selection, TxError> {
+        let meta = self.code_system();
+        let mut candidates: Vec<u32> = match only {
+            Some(codes) => {
+                let mut v: Vec<u32> = codes.iter().filter_map(|c| self.store.find(c)).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+            None => (0..self.store.len() as u32).collect(),
+        };
+        for (fi, f) in filters.iter().enumerate() {
+            // The generic compiler gives the errors (no value, unknown operator, bad regex) in its words.
+            crate::filter::Filter::compile(&meta, f, &format!("{path}.filter[{fi}]"))?;
+            candidates = self.apply(f, candidates);
+        }
+        Ok(Selection {
+            codes: candidates
+                .into_iter()
+                .map(|i| self.store.code(i).to_string())
+                .collect(),
+            unclosed: None,
+        })
+    }
+
+    fn quiet_inactive(&self) -> bool {
+        false
+    }
+
+    fn subsumes(&self, a: &str, b: &str) -> Result<&'static str, String> {
+        let ia = self.store.find(a).ok_or_else(|| a.to_string())?;
+        let ib = self.store.find(b).ok_or_else(|| b.to_string())?;
+        Ok(if ia == ib {
+            "equivalent"
+        } else if self.subsumes_idx(ia, ib) {
+            "subsumes"
+        } else if self.subsumes_idx(ib, ia) {
+            "subsumed-by"
+        } else {
+            "not-subsumed"
+        })
+    }
+
+    fn lookup(&self, code: &str, languages: Option<&str>, properties: &[String]) -> Option<Value> {
+        let i = self.store.find(code)?;
+        // The concept first, then its parents and children, so that the answer can name them.
+        let mut idx = vec![i];
+        idx.extend(self.store.parents(i));
+        idx.extend(self.store.children(i));
+        let cs = self.compile_idx(&idx);
+        let display = crate::context::display_in(&cs, &cs.concepts[0], languages);
+        Some(crate::lookup::concept_answer(&cs, 0, display, properties))
+    }
+
+    fn implicit_value_set(&self, _url: &str) -> Option<Value> {
+        // LOINC's implicit value sets have URLs of their own (`http://loinc.org/vs/LL...`), not `?fhir_vs`;
+        // they are registered as resources (see `resources`).
+        None
+    }
+
+    fn implicit_map(&self, _url: &str, _code: &str, _reverse: bool) -> Option<Vec<MapTarget>> {
+        None
+    }
+}
