@@ -115,7 +115,11 @@ impl<R: std::io::BufRead> Reader<R> {
             first: true,
         };
         if let Some(header) = r.next_row()? {
-            r.columns = header.into_iter().enumerate().map(|(i, n)| (n, i)).collect();
+            r.columns = header
+                .into_iter()
+                .enumerate()
+                .map(|(i, n)| (n, i))
+                .collect();
         }
         Ok(r)
     }
@@ -212,7 +216,8 @@ mod tests {
 
     #[test]
     fn the_streaming_reader_reads_what_the_table_reads() {
-        let text = "\u{feff}\"A\",\"B\"\r\n\"x, y\",\"say \"\"hi\"\"\"\n1,\"two\nlines\"\n\n3,\"é\"";
+        let text =
+            "\u{feff}\"A\",\"B\"\r\n\"x, y\",\"say \"\"hi\"\"\"\n1,\"two\nlines\"\n\n3,\"é\"";
         let t = Table::parse(text);
         let mut r = Reader::new(std::io::Cursor::new(text.as_bytes())).unwrap();
         assert!(r.has("A") && r.has("B"));

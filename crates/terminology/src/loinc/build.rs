@@ -9,7 +9,7 @@ use super::{AXES, LoincStats, STRING_PROPERTIES, find, version_from_dir};
 use crate::csv::Reader;
 use crate::error::LoadError;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
@@ -211,9 +211,7 @@ pub(super) struct Interner {
 
 impl Interner {
     fn hash(&self, s: &str) -> u64 {
-        let mut h = self.hasher.build_hasher();
-        s.hash(&mut h);
-        h.finish()
+        self.hasher.hash_one(s)
     }
 
     pub(super) fn get(&self, id: u32) -> &str {

@@ -75,12 +75,7 @@ impl LoincProvider {
 
     /// The concepts `idx` as a CodeSystem; parents and children link the ones among them.
     fn compile_idx(&self, idx: &[u32]) -> CodeSystem {
-        let pos: HashMap<u32, usize> = idx
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(n, &i)| (i, n))
-            .collect();
+        let pos: HashMap<u32, usize> = idx.iter().enumerate().rev().map(|(n, &i)| (i, n)).collect();
         let concepts = idx
             .iter()
             .map(|&i| self.concept(i, &pos))
@@ -244,12 +239,7 @@ impl LoincProvider {
                 let want = op == "in";
                 candidates
                     .into_iter()
-                    .filter(|&i| {
-                        self.values(i, property)
-                            .iter()
-                            .any(|v| list.contains(v))
-                            == want
-                    })
+                    .filter(|&i| self.values(i, property).iter().any(|v| list.contains(v)) == want)
                     .collect()
             }
             "exists" => {

@@ -265,7 +265,8 @@ impl LoincStore {
         if mmap.len() < HEADER || &mmap[..8] != MAGIC {
             return Err(format("not a LOINC store".into()));
         }
-        let u32_at = |o: usize| u32::from_le_bytes([mmap[o], mmap[o + 1], mmap[o + 2], mmap[o + 3]]);
+        let u32_at =
+            |o: usize| u32::from_le_bytes([mmap[o], mmap[o + 1], mmap[o + 2], mmap[o + 3]]);
         let found = u32_at(8);
         if found != FORMAT {
             return Err(format(format!(
@@ -273,7 +274,9 @@ impl LoincStore {
             )));
         }
         if u32_at(12) as usize != SECTIONS {
-            return Err(format("LOINC store with an unexpected section count".into()));
+            return Err(format(
+                "LOINC store with an unexpected section count".into(),
+            ));
         }
         let mut sections = [(0usize, 0usize); SECTIONS];
         for (i, s) in sections.iter_mut().enumerate() {
@@ -437,15 +440,16 @@ impl LoincStore {
 
     /// The designations of concept `i`, in import order.
     pub fn designations(&self, i: u32) -> impl Iterator<Item = StoredDesignation<'_>> {
-        self.range(Sec::DesigStarts, i).map(move |d| StoredDesignation {
-            language: self.str(self.word(Sec::Desigs, d * 3)),
-            use_: self
-                .str(self.word(Sec::Desigs, d * 3 + 1))
-                .unwrap_or_default(),
-            value: self
-                .str(self.word(Sec::Desigs, d * 3 + 2))
-                .unwrap_or_default(),
-        })
+        self.range(Sec::DesigStarts, i)
+            .map(move |d| StoredDesignation {
+                language: self.str(self.word(Sec::Desigs, d * 3)),
+                use_: self
+                    .str(self.word(Sec::Desigs, d * 3 + 1))
+                    .unwrap_or_default(),
+                value: self
+                    .str(self.word(Sec::Desigs, d * 3 + 2))
+                    .unwrap_or_default(),
+            })
     }
 
     /// The properties of concept `i`, in import order.

@@ -283,14 +283,18 @@ fn the_store_answers_as_the_json_model_did() {
         let coding = |system: &str| json!({"name": "system", "valueUri": system});
         same(
             Operation::Lookup,
-            parameters(json!([coding("http://loinc.org"), {"name": "code", "valueCode": code},
-                {"name": "property", "valueCode": "*"}])),
+            parameters(
+                json!([coding("http://loinc.org"), {"name": "code", "valueCode": code},
+                {"name": "property", "valueCode": "*"}]),
+            ),
             None,
         );
         same(
             Operation::Lookup,
-            parameters(json!([coding("http://loinc.org"), {"name": "code", "valueCode": code.to_lowercase()},
-                {"name": "property", "valueCode": "COMPONENT"}, {"name": "property", "valueCode": "parent"}])),
+            parameters(
+                json!([coding("http://loinc.org"), {"name": "code", "valueCode": code.to_lowercase()},
+                {"name": "property", "valueCode": "COMPONENT"}, {"name": "property", "valueCode": "parent"}]),
+            ),
             Some("de-DE"),
         );
         for d in [display, "Not the display"] {
@@ -309,8 +313,10 @@ fn the_store_answers_as_the_json_model_did() {
         ] {
             same(
                 Operation::ValidateVs,
-                parameters(json!([vs, {"name": "system", "valueUri": "http://loinc.org"},
-                    {"name": "code", "valueCode": code}])),
+                parameters(
+                    json!([vs, {"name": "system", "valueUri": "http://loinc.org"},
+                    {"name": "code", "valueCode": code}]),
+                ),
                 None,
             );
         }
@@ -334,7 +340,11 @@ fn the_store_answers_as_the_json_model_did() {
         for p in c["property"].as_array().into_iter().flatten() {
             let code = p["code"].as_str().unwrap().to_string();
             if let Some(part) = p["valueCoding"].as_object() {
-                filters.push((code.clone(), "=".into(), part["code"].as_str().unwrap().into()));
+                filters.push((
+                    code.clone(),
+                    "=".into(),
+                    part["code"].as_str().unwrap().into(),
+                ));
                 if let Some(d) = part.get("display").and_then(Value::as_str) {
                     filters.push((code.clone(), "=".into(), d.into()));
                     filters.push((code.clone(), "regex".into(), format!("{}.*", &d[..1])));
@@ -396,14 +406,24 @@ fn the_store_answers_as_the_json_model_did() {
                 {"name": "property", "valueCode": "COMPONENT"}, {"name": "property", "valueCode": "parent"}])),
             None,
         );
-        if out["expansion"]["contains"].as_array().is_some_and(|c| !c.is_empty()) {
+        if out["expansion"]["contains"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty())
+        {
             nonempty += 1;
         }
     }
     // Most filters select something: the comparison is not of empty answers.
-    assert!(nonempty * 2 > filters.len(), "{nonempty} of {}", filters.len());
+    assert!(
+        nonempty * 2 > filters.len(),
+        "{nonempty} of {}",
+        filters.len()
+    );
     for url in ["http://loinc.org/vs", "http://loinc.org/vs/LL6136-7"] {
-        for extra in [json!({"name": "filter", "valueString": "urin"}), json!({"name": "count", "valueInteger": 20})] {
+        for extra in [
+            json!({"name": "filter", "valueString": "urin"}),
+            json!({"name": "count", "valueInteger": 20}),
+        ] {
             same(
                 Operation::Expand,
                 parameters(json!([{"name": "url", "valueUri": url}, extra,

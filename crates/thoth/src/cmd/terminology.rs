@@ -15,12 +15,18 @@ pub fn load_service(
 ) -> Arc<terminology::Terminology> {
     let mut registry = terminology::Registry::new();
     let started = std::time::Instant::now();
+    let loinc = open_loinc(data_dir);
     for (path, result) in terminology::load_data_dir(data_dir, &mut registry) {
         match result {
             Ok(stats) => {
                 tracing::info!(source = %path.display(), resources = stats.resources, "terminology loaded")
             }
             Err(e) => tracing::warn!("terminology content not loaded: {e}"),
+        }
+    }
+    if let Some(p) = &loinc {
+        for r in p.resources() {
+            registry.add(r);
         }
     }
     if registry.is_empty() {
@@ -40,8 +46,38 @@ pub fn load_service(
         tracing::info!(version = %terminology::CodeSystemProvider::version(&*provider), "SNOMED CT served by the FHIR terminology API");
         tx = tx.with_provider(provider);
     }
+    if let Some(provider) = loinc {
+        tracing::info!(version = %terminology::CodeSystemProvider::version(&*provider), concepts = provider.store().len(), "LOINC served from its store");
+        tx = tx.with_provider(provider);
+    }
     Arc::new(tx)
 }
+
+/// The LOINC store of the data directory, if one was imported. A data directory imported before the store
+/// existed holds `terminology/loinc.json`, which still loads as a FHIR CodeSystem (about ten times the
+/// memory); the warning says how to move to the store.
+fn open_loinc(data_dir: &Path) -> Option<Arc<terminology::LoincProvider>> {
+    let store = terminology_file(data_dir, LOINC_STORE);
+    if !store.exists() {
+        if terminology_file(data_dir, "loinc.json").exists() {
+            tracing::warn!(
+                "LOINC is loaded from the old JSON form ({}): run `thoth import loinc <release dir>` again to replace it with the store",
+                terminology_file(data_dir, "loinc.json").display()
+            );
+        }
+        return None;
+    }
+    match terminology::LoincProvider::open(&store) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::warn!("LOINC not served: {e}");
+            None
+        }
+    }
+}
+
+/// The LOINC store's file name under `<data>/terminology`.
+const LOINC_STORE: &str = "loinc.store";
 
 /// Options of `thoth import fhir-package`.
 #[derive(clap::Args, Debug)]
@@ -127,17 +163,21 @@ fn terminology_file(data_dir: &Path, name: &str) -> PathBuf {
     data_dir.join("terminology").join(name)
 }
 
-/// Converts a LOINC release into `<data>/terminology/loinc.json`.
+/// Converts a LOINC release into the store `<data>/terminology/loinc.store` (replacing the JSON form of
+/// earlier versions, `loinc.json`, if there is one).
 pub fn import_loinc(global: &GlobalArgs, args: LoincArgs) -> anyhow::Result<()> {
     let data_dir = global.data_dir()?;
     let started = std::time::Instant::now();
-    let import = terminology::import_loinc(&args.dir, args.loinc_version.as_deref())?;
-    let s = import.stats;
+    let target = terminology_file(&data_dir, LOINC_STORE);
+    let s = terminology::import_loinc_store(&args.dir, args.loinc_version.as_deref(), &target)?;
     for f in &s.missing_files {
         tracing::warn!("LOINC release file not found, skipped: {f}");
     }
-    let target = terminology_file(&data_dir, "loinc.json");
-    terminology::write_bundle(&target, import.resources)?;
+    let old = terminology_file(&data_dir, "loinc.json");
+    if old.exists() {
+        std::fs::remove_file(&old)?;
+        println!("removed the JSON form of LOINC, {}", old.display());
+    }
     println!(
         "imported LOINC {}: {} terms, {} parts, {} answer lists, {} answers, {} designations into {} ({:.1} s)",
         s.version,

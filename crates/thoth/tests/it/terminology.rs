@@ -226,6 +226,7 @@ fn imported_loinc_and_icd10cm_are_served_after_a_restart() {
     let (ok, stdout, stderr) = thoth(&["--data", d, "import", "loinc", loinc.to_str().unwrap()]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("322 terms"), "{stdout}");
+    assert!(data.path().join("terminology/loinc.store").exists());
     let icd = shared().join("data/icd10cm/icd10c-tabular-April-1-2026.xml.gz");
     let (ok, stdout, stderr) = thoth(&["--data", d, "import", "icd10cm", icd.to_str().unwrap()]);
     assert!(ok, "{stderr}");
@@ -261,6 +262,32 @@ fn imported_loinc_and_icd10cm_are_served_after_a_restart() {
     );
     let a = get("/fhir/ValueSet/$expand?url=http://loinc.org/vs/LL744-4");
     assert_eq!(a["expansion"]["total"], 2, "{a}");
+    let a = get("/fhir/CodeSystem/$lookup?system=http://loinc.org&code=14394-1&property=COMPONENT");
+    assert!(a.to_string().contains("LP"), "the axis as a part: {a}");
+    let a = get("/fhir/CodeSystem/loinc");
+    assert_eq!(a["url"], "http://loinc.org", "{a}");
+    assert!(
+        a.get("concept").is_none(),
+        "read gives the metadata, not the store"
+    );
+}
+
+#[test]
+fn importing_loinc_again_replaces_the_json_form_of_earlier_versions() {
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path().to_str().unwrap();
+    let loinc = shared().join("tx-ecosystem/tx-source/loinc");
+    let old = data.path().join("terminology/loinc.json");
+    let import = terminology::import_loinc(&loinc, None).unwrap();
+    terminology::write_bundle(&old, import.resources).unwrap();
+    let (ok, stdout, stderr) = thoth(&["--data", d, "import", "loinc", loinc.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("removed the JSON form of LOINC"),
+        "{stdout}"
+    );
+    assert!(!old.exists());
+    assert!(data.path().join("terminology/loinc.store").exists());
 }
 
 #[test]
