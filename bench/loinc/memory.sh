@@ -12,7 +12,7 @@ SPID=
 python3 "$ROOT/bench/loinc/gen_release.py" "$WORK/Loinc_2.82" "$TERMS"
 /usr/bin/time -v "$THOTH" --data "$WORK/data" import loinc "$WORK/Loinc_2.82" 2>"$WORK/import.time"
 grep -E "Maximum resident|Elapsed" "$WORK/import.time"
-ls -l "$WORK/data/terminology/loinc.json"
+ls -l "$WORK/data/terminology/loinc.store"
 port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 HTTP=$(port); MLLP=$(port)
 START=$(date +%s.%N)
@@ -20,4 +20,13 @@ START=$(date +%s.%N)
 SPID=$!
 until curl -sf "http://127.0.0.1:$HTTP/healthz" >/dev/null; do sleep 0.5; done
 echo "serve ready after $(echo "$(date +%s.%N) - $START" | bc) s"
+grep -E "VmHWM|VmRSS" /proc/$SPID/status
+# A few LOINC answers from the store (the first term, its part, a filtered expansion), then the memory again.
+CODE=$(python3 -c 'import csv,sys; r=csv.reader(open(sys.argv[1])); next(r); print(next(r)[0])' "$WORK/Loinc_2.82/LoincTable/Loinc.csv")
+F="http://127.0.0.1:$HTTP/fhir"
+for q in "CodeSystem/\$lookup?system=http://loinc.org&code=$CODE&property=*" \
+         "CodeSystem/\$validate-code?url=http://loinc.org&code=$CODE" \
+         "ValueSet/\$validate-code?url=http://loinc.org/vs&system=http://loinc.org&code=$CODE"; do
+    /usr/bin/time -f "%e s  $q" curl -sf -o /dev/null "$F/$q"
+done
 grep -E "VmHWM|VmRSS" /proc/$SPID/status
