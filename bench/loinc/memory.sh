@@ -21,7 +21,7 @@ SPID=$!
 until curl -sf "http://127.0.0.1:$HTTP/healthz" >/dev/null; do sleep 0.5; done
 echo "serve ready after $(echo "$(date +%s.%N) - $START" | bc) s"
 grep -E "VmHWM|VmRSS" /proc/$SPID/status
-# A few LOINC answers from the store (the first term, its part, a filtered expansion), then the memory again.
+# A few LOINC answers from the store (lookup, validation, membership of http://loinc.org/vs), then the memory again.
 CODE=$(python3 -c 'import csv,sys; r=csv.reader(open(sys.argv[1])); next(r); print(next(r)[0])' "$WORK/Loinc_2.82/LoincTable/Loinc.csv")
 F="http://127.0.0.1:$HTTP/fhir"
 for q in "CodeSystem/\$lookup?system=http://loinc.org&code=$CODE&property=*" \
