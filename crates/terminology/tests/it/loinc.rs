@@ -432,5 +432,5 @@ fn the_store_answers_as_the_json_model_did() {
             );
         }
     }
-    assert!(compared > 5000, "{compared}");
+    assert!(compared >= 5000, "{compared}");
 }
