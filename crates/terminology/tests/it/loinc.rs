@@ -1,5 +1,6 @@
-//! `import_loinc` over the LOINC subset in ../shared/tx-ecosystem/tx-source/loinc (same layout as a release),
-//! then the FHIR operations over the result.
+//! The LOINC subset in ../shared/tx-ecosystem/tx-source/loinc (same layout as a release) imported into the
+//! store and served by `LoincProvider`, then the FHIR operations over it; `import_loinc` (the FHIR CodeSystem
+//! model the store replaced) is the reference its answers are compared with.
 
 use crate::shared;
 use serde_json::{Value, json};
@@ -78,6 +79,16 @@ fn the_subset_imports_with_every_kind_of_concept() {
     assert!(s.missing_files.is_empty(), "{s:?}");
     // Without a version option or a Loinc_X.YY folder name: the newest VersionLastChanged.
     assert_eq!(s.version, "2.79");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("loinc.store");
+    let stored = import_loinc_store(&subset(), None, &path).unwrap();
+    assert_eq!(
+        &stored, s,
+        "the store import counts what the JSON import counts"
+    );
+    let provider = LoincProvider::open(&path).unwrap();
+    assert_eq!(provider.store().stats(), s);
+    assert_eq!(provider.store().len(), import.resources[0]["count"]);
     let cs = &import.resources[0];
     assert_eq!(cs["url"], "http://loinc.org");
     let codes: Vec<&str> = cs["concept"]
@@ -433,4 +444,27 @@ fn the_store_answers_as_the_json_model_did() {
         }
     }
     assert!(compared >= 5000, "{compared}");
+}
+
+/// A store of another format, a truncated one or another file is refused when opened, with what to run.
+#[test]
+fn a_damaged_or_foreign_store_is_refused_not_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("loinc.store");
+    import_loinc_store(&subset(), Some("2.82"), &path).unwrap();
+    let good = std::fs::read(&path).unwrap();
+    let refused = |bytes: &[u8]| {
+        let p = dir.path().join("bad.store");
+        std::fs::write(&p, bytes).unwrap();
+        LoincProvider::open(&p).unwrap_err().to_string()
+    };
+    let mut other = good.clone();
+    other[8..12].copy_from_slice(&99u32.to_le_bytes());
+    assert!(
+        refused(&other).contains("run `thoth import loinc` again"),
+        "{}",
+        refused(&other)
+    );
+    assert!(refused(&good[..good.len() / 2]).contains("truncated"));
+    assert!(refused(b"{\"resourceType\": \"Bundle\"}").contains("not a LOINC store"));
 }
