@@ -34,7 +34,7 @@ pub struct PropertyDef {
 }
 
 /// A designation of a concept.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Designation {
     /// Its language, if any.
     pub language: Option<String>,
@@ -44,6 +44,42 @@ pub struct Designation {
     pub value: String,
     /// No longer a valid display (an inactive SNOMED CT description): kept so validation can say so.
     pub inactive: bool,
+    /// Extensions on the designation (`coding-sctdescid`, a `standards-status` that retires it, ...).
+    pub extensions: Vec<Value>,
+    /// The canonical (`url|version`) of the supplement it came from, when it came from one.
+    pub source: Option<String>,
+}
+
+/// `structuredefinition-standards-status`: on a concept or designation, `deprecated`/`withdrawn` retire it.
+pub const STANDARDS_STATUS: &str =
+    "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status";
+
+impl Designation {
+    /// A designation with `language`, `use_` and `value`, active, with no extensions.
+    pub fn new(language: Option<String>, use_: Option<Value>, value: impl Into<String>) -> Self {
+        Designation {
+            language,
+            use_,
+            value: value.into(),
+            ..Designation::default()
+        }
+    }
+
+    /// Why the designation is no longer a correct display, if it is not: `inactive` (an inactive SNOMED CT
+    /// description) or `deprecated` (a FHIR designation retired by a `standards-status` extension;
+    /// tx.fhir.org names both `deprecated` and `withdrawn` so in its INACTIVE_DISPLAY_FOUND message).
+    pub fn retired(&self) -> Option<&'static str> {
+        if self.inactive {
+            return Some("inactive");
+        }
+        self.extensions
+            .iter()
+            .any(|e| {
+                e["url"] == STANDARDS_STATUS
+                    && matches!(e["valueCode"].as_str(), Some("deprecated" | "withdrawn"))
+            })
+            .then_some("deprecated")
+    }
 }
 
 /// A property value of a concept: `code` and the JSON value element (`{"valueCode": "x"}`).
@@ -163,6 +199,8 @@ pub struct CodeSystem {
     /// The store that answers for this code system when it is not a FHIR resource: this value then holds
     /// only the concepts compiled for one request (or none, as the code system's metadata).
     pub provider: Option<Arc<dyn CodeSystemProvider>>,
+    /// Canonicals (`url|version`) of the supplements merged into this copy, as `used-supplement` reports them.
+    pub applied_supplements: Vec<String>,
     index: HashMap<String, usize>,
     lower_index: HashMap<String, usize>,
 }
@@ -210,6 +248,7 @@ impl CodeSystem {
             lower_index: HashMap::new(),
             resource: resource.clone(),
             provider: None,
+            applied_supplements: Vec::new(),
         };
         if let Some(list) = r.get("concept").and_then(Value::as_array) {
             for c in list {
@@ -403,6 +442,10 @@ impl CodeSystem {
     pub fn with_supplements(&self, supplements: &[Arc<CodeSystem>]) -> CodeSystem {
         let mut out = self.clone();
         for s in supplements {
+            let source = s.versioned_url();
+            if !out.applied_supplements.contains(&source) {
+                out.applied_supplements.push(source.clone());
+            }
             for p in &s.properties {
                 if out.property_def(&p.code).is_none() {
                     out.properties.push(p.clone());
@@ -413,13 +456,15 @@ impl CodeSystem {
                     let c = &mut out.concepts[i];
                     if let Some(d) = &sc.display {
                         c.designations.push(Designation {
-                            language: s.language.clone(),
-                            use_: None,
-                            value: d.clone(),
-                            inactive: false,
+                            source: Some(source.clone()),
+                            ..Designation::new(s.language.clone(), None, d.clone())
                         });
                     }
-                    c.designations.extend(sc.designations.iter().cloned());
+                    c.designations
+                        .extend(sc.designations.iter().map(|d| Designation {
+                            source: Some(source.clone()),
+                            ..d.clone()
+                        }));
                     c.properties.extend(sc.properties.iter().cloned());
                     c.extensions.extend(sc.extensions.iter().cloned());
                 }
@@ -442,10 +487,16 @@ impl std::fmt::Debug for CodeSystem {
 
 fn parse_designation(d: &Value) -> Designation {
     Designation {
-        language: d["language"].as_str().map(str::to_string),
-        use_: d.get("use").cloned(),
-        value: d["value"].as_str().unwrap_or_default().to_string(),
-        inactive: false,
+        extensions: d
+            .get("extension")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        ..Designation::new(
+            d["language"].as_str().map(str::to_string),
+            d.get("use").cloned(),
+            d["value"].as_str().unwrap_or_default(),
+        )
     }
 }
 

@@ -311,9 +311,10 @@ impl<'a> Ctx<'a> {
                 }
             }
         }
-        // Supplements carried in the request apply to their code system without being named.
+        // A supplement carried in the request applies unnamed only when it is a language pack (tx.fhir.org's
+        // rule): any other supplement changes what the code system says, so it must be asked for.
         for sup in self.overlay.supplements_of(&cs.url) {
-            if !sups.iter().any(|s| Arc::ptr_eq(s, &sup)) {
+            if is_language_pack(&sup) && !sups.iter().any(|s| Arc::ptr_eq(s, &sup)) {
                 sups.push(sup);
             }
         }
@@ -348,9 +349,24 @@ pub fn display_in(cs: &CodeSystem, concept: &Concept, languages: Option<&str>) -
             }) {
                 return Some(d.value.clone());
             }
+            // `*; q=0`: no other language is acceptable, so a concept with nothing in the languages asked
+            // for has no display rather than one in the code system's language.
+            if refuses_other_languages(langs) {
+                return None;
+            }
         }
     }
     concept.display.clone()
+}
+
+/// Whether a supplement declares itself a language pack (`codesystem-supplement-type = lang-pack`).
+fn is_language_pack(cs: &CodeSystem) -> bool {
+    cs.resource["extension"].as_array().is_some_and(|a| {
+        a.iter().any(|e| {
+            e["url"] == "http://hl7.org/fhir/StructureDefinition/codesystem-supplement-type"
+                && e["valueCode"] == "lang-pack"
+        })
+    })
 }
 
 /// Splits `url|version`.
@@ -387,6 +403,48 @@ pub fn parse_languages(s: &str) -> Vec<String> {
             .then(a.1.cmp(&b.1))
     });
     items.into_iter().map(|(_, _, t)| t).collect()
+}
+
+/// Whether `s` is a well-formed language priority list (RFC 4647 basic language ranges, each `*` or 1-8
+/// letters followed by `-` and 1-8 letters or digits, with an optional `;q=` weight): a `displayLanguage`
+/// that is not is a client error.
+pub fn valid_language_list(s: &str) -> bool {
+    s.trim().is_empty()
+        || s.split(',').all(|part| {
+            let mut bits = part.trim().split(';');
+            let range = bits.next().unwrap_or("").trim();
+            let range_ok = range == "*"
+                || range.split('-').enumerate().all(|(i, sub)| {
+                    (1..=8).contains(&sub.len())
+                        && if i == 0 {
+                            sub.chars().all(|c| c.is_ascii_alphabetic())
+                        } else {
+                            sub.chars().all(|c| c.is_ascii_alphanumeric())
+                        }
+                });
+            let weights_ok = bits.all(|b| {
+                b.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| (0.0..=1.0).contains(&q))
+            });
+            range_ok && weights_ok
+        })
+}
+
+/// Whether an Accept-Language style list gives the wildcard `*` a quality of 0: only the languages it names
+/// are acceptable.
+pub fn refuses_other_languages(s: &str) -> bool {
+    s.split(',').any(|part| {
+        let mut bits = part.trim().split(';');
+        bits.next().map(str::trim) == Some("*")
+            && bits.any(|b| {
+                b.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    == Some(0.0)
+            })
+    })
 }
 
 /// Whether a requested language tag accepts a designation's language (`en` accepts `en-US`).

@@ -147,6 +147,8 @@ pub struct Evaluated {
     pub set: CodeSet,
     /// `url|version` of each code system used.
     pub used_cs: Vec<String>,
+    /// `url|version` of each supplement applied to a code system used.
+    pub used_supplements: Vec<String>,
     /// `url|version` of each value set imported.
     pub used_vs: Vec<String>,
     /// Warnings met on the way.
@@ -405,6 +407,11 @@ fn evaluate_include(
         if !out.used_cs.contains(&used) {
             out.used_cs.push(used);
         }
+        for s in &cs.applied_supplements {
+            if !out.used_supplements.contains(s) {
+                out.used_supplements.push(s.clone());
+            }
+        }
         let mut set = CodeSet::default();
         if let Some(provider) = cs.provider.clone() {
             result = Some(provider_include(
@@ -518,6 +525,11 @@ fn evaluate_include(
             for u in ev.used_cs {
                 if !out.used_cs.contains(&u) {
                     out.used_cs.push(u);
+                }
+            }
+            for u in ev.used_supplements {
+                if !out.used_supplements.contains(&u) {
+                    out.used_supplements.push(u);
                 }
             }
             out.issues.extend(ev.issues);

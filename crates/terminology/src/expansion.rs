@@ -117,6 +117,9 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     for u in &ev.used_cs {
         parameters.push(json!({"name": "used-codesystem", "valueUri": u}));
     }
+    for u in &ev.used_supplements {
+        parameters.push(json!({"name": "used-supplement", "valueUri": u}));
+    }
     // Content used with a status worth a warning: `warning-<status>` with its canonical.
     let mut used: Vec<(String, Option<Value>)> =
         vec![(vs_canonical(&vs), Some(vs.as_ref().clone()))];
@@ -199,11 +202,13 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     if !contains.is_empty() {
         expansion.insert("contains".into(), Value::Array(contains));
     }
-    // The expansion carries the value set's identity and metadata, not its definition.
+    // The expansion carries the value set's identity and metadata, and its definition (compose, extensions,
+    // narrative, ...) only when `includeDefinition` asks for it.
+    let include_definition = params.bool("includeDefinition") == Some(true);
     let mut out = Map::new();
     if let Some(o) = vs.as_object() {
         for (k, v) in o {
-            if KEPT.contains(&k.as_str()) {
+            if (include_definition && k != "expansion") || KEPT.contains(&k.as_str()) {
                 out.insert(k.clone(), v.clone());
             }
         }
@@ -248,12 +253,149 @@ fn auto_status(ctx: &Ctx<'_>, e: &Entry) -> bool {
         && !ctx.opts.properties.iter().any(|p| p == "status")
 }
 
-fn property_declarations(ctx: &Ctx<'_>, entries: &[Entry]) -> Vec<Value> {
-    let mut out = Vec::new();
-    if entries.iter().any(|e| auto_status(ctx, e)) {
-        out.push(json!({"code": "status", "uri": "http://hl7.org/fhir/concept-properties#status"}));
+/// Concept extensions of a code system that an expansion carries onto `contains` as they are.
+const CS_ECHOED_EXTENSIONS: &[&str] = &[
+    "http://hl7.org/fhir/StructureDefinition/coding-sctdescid",
+    "http://hl7.org/fhir/StructureDefinition/rendering-style",
+    "http://hl7.org/fhir/StructureDefinition/rendering-xhtml",
+    "http://hl7.org/fhir/StructureDefinition/codesystem-alternate",
+];
+
+/// Extensions of a value set's concept reference that an expansion carries onto `contains` as they are.
+const VS_ECHOED_EXTENSIONS: &[&str] = &[
+    "http://hl7.org/fhir/StructureDefinition/valueset-supplement",
+    "http://hl7.org/fhir/StructureDefinition/valueset-deprecated",
+    crate::codesystem::STANDARDS_STATUS,
+    "http://hl7.org/fhir/StructureDefinition/valueset-concept-definition",
+    "http://hl7.org/fhir/StructureDefinition/coding-sctdescid",
+    "http://hl7.org/fhir/StructureDefinition/rendering-style",
+    "http://hl7.org/fhir/StructureDefinition/rendering-xhtml",
+];
+
+/// Extensions of a designation that an expansion keeps (others, unknown to it, are dropped).
+const DESIGNATION_EXTENSIONS: &[&str] = &[
+    "http://hl7.org/fhir/StructureDefinition/coding-sctdescid",
+    "http://hl7.org/fhir/StructureDefinition/rendering-style",
+    "http://hl7.org/fhir/StructureDefinition/rendering-xhtml",
+    crate::codesystem::STANDARDS_STATUS,
+    "http://hl7.org/fhir/StructureDefinition/codesystem-alternate",
+];
+
+/// Concept extensions that become properties of `contains`: (value set extension, code system extension,
+/// property code, its URI). A value set's own value wins over the code system's.
+const EXTENSION_PROPERTIES: &[(&str, &str, &str, &str)] = &[
+    (
+        "http://hl7.org/fhir/StructureDefinition/itemWeight",
+        "http://hl7.org/fhir/StructureDefinition/itemWeight",
+        "weight",
+        "http://hl7.org/fhir/concept-properties#itemWeight",
+    ),
+    (
+        "http://hl7.org/fhir/StructureDefinition/valueset-label",
+        "http://hl7.org/fhir/StructureDefinition/codesystem-label",
+        "label",
+        "http://hl7.org/fhir/concept-properties#label",
+    ),
+    (
+        "http://hl7.org/fhir/StructureDefinition/valueset-conceptOrder",
+        "http://hl7.org/fhir/StructureDefinition/codesystem-conceptOrder",
+        "order",
+        "http://hl7.org/fhir/concept-properties#order",
+    ),
+];
+
+const STATUS_URI: &str = "http://hl7.org/fhir/concept-properties#status";
+
+/// The `value[x]` of an extension.
+fn extension_value(e: &Value) -> Option<&Value> {
+    e.as_object()?
+        .iter()
+        .find(|(k, _)| k.starts_with("value"))
+        .map(|(_, v)| v)
+}
+
+fn find_extension<'a>(list: &'a [Value], url: &str) -> Option<&'a Value> {
+    list.iter().find(|e| e["url"] == url)
+}
+
+/// The extensions among `list` whose URL is in `kept`.
+fn kept_extensions<'a>(
+    list: &'a [Value],
+    kept: &'a [&str],
+) -> impl Iterator<Item = &'a Value> + 'a {
+    list.iter()
+        .filter(|e| e["url"].as_str().is_some_and(|u| kept.contains(&u)))
+}
+
+/// The properties of one `contains` entry (`{"code": c, "valueX": v}`), in the order tx.fhir.org defines
+/// them: the requested definition, the properties that concept extensions carry (weight, label, order), the
+/// status of a deprecated or (provider) inactive concept, then the other requested properties.
+fn entry_properties(ctx: &Ctx<'_>, e: &Entry) -> Vec<Value> {
+    let mut props = Vec::new();
+    let Some((cs, i)) = &e.concept else {
+        return props;
+    };
+    let c = &cs.concepts[*i];
+    let requested = |p: &str| ctx.opts.properties.iter().any(|r| r == p);
+    if let (true, Some(d)) = (requested("definition"), &c.definition) {
+        props.push(json!({"code": "definition", "valueString": d}));
     }
-    for p in &ctx.opts.properties {
+    for (vs_url, cs_url, code, _) in EXTENSION_PROPERTIES {
+        let value = find_extension(&e.vs_extensions, vs_url)
+            .or_else(|| find_extension(&c.extensions, cs_url))
+            .and_then(extension_value);
+        if let Some(v) = value {
+            // Labels are strings; weights and orders are decimals (an integer order reads as one).
+            let key = if *code == "label" {
+                "valueString"
+            } else {
+                "valueDecimal"
+            };
+            let mut p = json!({"code": code});
+            p[key] = v.clone();
+            props.push(p);
+        }
+    }
+    if !requested("status") {
+        if auto_status(ctx, e) {
+            props.push(json!({"code": "status", "valueCode": "inactive"}));
+        } else if let Some(status) = retired_status(c) {
+            props.push(json!({"code": "status", "valueCode": status}));
+        }
+    }
+    for p in ctx.opts.properties.iter().filter(|p| *p != "definition") {
+        match p.as_str() {
+            "display" => {
+                if let Some(d) = &c.display {
+                    props.push(json!({"code": "display", "valueString": d}));
+                }
+            }
+            _ => {
+                for v in c.properties.iter().filter(|v| &v.code == p) {
+                    let mut o = json!({"code": p});
+                    o[v.key.as_str()] = v.value.clone();
+                    props.push(o);
+                }
+            }
+        }
+    }
+    props
+}
+
+/// The status an expansion shows unasked for a concept of a FHIR code system: the value of its
+/// `standards-status` extension, else `deprecated` for a concept whose status property says so.
+fn retired_status(c: &crate::codesystem::Concept) -> Option<String> {
+    find_extension(&c.extensions, crate::codesystem::STANDARDS_STATUS)
+        .and_then(|e| e["valueCode"].as_str())
+        .map(str::to_string)
+        .or_else(|| c.is_deprecated().then(|| "deprecated".to_string()))
+}
+
+/// `expansion.property`: the requested properties, and the ones the shown concepts carry unasked, in the
+/// order of [`entry_properties`].
+fn property_declarations(ctx: &Ctx<'_>, entries: &[Entry]) -> Vec<Value> {
+    let requested = |p: &str| ctx.opts.properties.iter().any(|r| r == p);
+    let declare = |p: &str| {
         let uri = entries.iter().find_map(|e| {
             e.concept
                 .as_ref()
@@ -261,14 +403,31 @@ fn property_declarations(ctx: &Ctx<'_>, entries: &[Entry]) -> Vec<Value> {
         });
         let uri = uri.or_else(|| {
             STANDARD_PROPERTIES
-                .contains(&p.as_str())
+                .contains(&p)
                 .then(|| format!("http://hl7.org/fhir/concept-properties#{p}"))
         });
         let mut decl = json!({"code": p});
         if let Some(u) = uri {
             decl["uri"] = json!(u);
         }
-        out.push(decl);
+        decl
+    };
+    let mut out = Vec::new();
+    if requested("definition") {
+        out.push(declare("definition"));
+    }
+    let shown: Vec<Vec<Value>> = entries.iter().map(|e| entry_properties(ctx, e)).collect();
+    let carried = |code: &str| shown.iter().flatten().any(|p| p["code"] == code);
+    for (_, _, code, uri) in EXTENSION_PROPERTIES {
+        if carried(code) {
+            out.push(json!({"code": code, "uri": uri}));
+        }
+    }
+    if !requested("status") && carried("status") {
+        out.push(json!({"code": "status", "uri": STATUS_URI}));
+    }
+    for p in ctx.opts.properties.iter().filter(|p| *p != "definition") {
+        out.push(declare(p));
     }
     out
 }
@@ -315,27 +474,28 @@ fn render_entry(ctx: &Ctx<'_>, e: &Entry) -> Value {
     if let Some(d) = &display {
         m.insert("display".into(), json!(d));
     }
-    if !e.vs_extensions.is_empty() {
-        m.insert("extension".into(), Value::Array(e.vs_extensions.clone()));
-    }
+    let concept = e.concept.as_ref().map(|(cs, i)| (cs, &cs.concepts[*i]));
+    // The code system's extensions first, then the value set's; each side only those an expansion carries.
+    let mut extensions: Vec<Value> = concept
+        .map(|(_, c)| {
+            kept_extensions(&c.extensions, CS_ECHOED_EXTENSIONS)
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    extensions.extend(kept_extensions(&e.vs_extensions, VS_ECHOED_EXTENSIONS).cloned());
     if ctx.opts.include_designations {
-        let mut designations: Vec<Value> = e.vs_designations.clone();
-        if let Some((cs, i)) = &e.concept {
-            let concept = &cs.concepts[*i];
-            // A designation shown as the display in another language gives way to the code system's own
-            // display, which becomes the preferred designation for its language.
-            let swapped = e.vs_display.is_none()
-                && display.is_some()
-                && display != concept.display
-                && concept.display.is_some();
+        let mut designations: Vec<Value> = Vec::new();
+        if let Some((cs, concept)) = concept {
+            // When the display shown is not the code system's own (another language was asked for, or none
+            // of its designations is acceptable), that display becomes the preferred designation of its
+            // language.
+            let swapped =
+                e.vs_display.is_none() && concept.display.is_some() && display != concept.display;
             if swapped {
                 designations.push(json!({
                     "language": cs.language.as_deref().unwrap_or("en"),
-                    "use": {
-                        "system": "http://terminology.hl7.org/CodeSystem/hl7TermMaintInfra",
-                        "code": "preferredForLanguage",
-                        "display": "Preferred For Language"
-                    },
+                    "use": preferred_for_language(),
                     "value": concept.display,
                 }));
             }
@@ -346,58 +506,60 @@ fn render_entry(ctx: &Ctx<'_>, e: &Entry) -> Value {
                 if !designation_wanted(ctx, d) {
                     continue;
                 }
-                let mut v = json!({"value": d.value});
+                let mut v = Map::new();
+                let kept: Vec<Value> = kept_extensions(&d.extensions, DESIGNATION_EXTENSIONS)
+                    .cloned()
+                    .collect();
+                if !kept.is_empty() {
+                    v.insert("extension".into(), Value::Array(kept));
+                }
                 if let Some(l) = &d.language {
-                    v["language"] = json!(l);
+                    v.insert("language".into(), json!(l));
                 }
                 if let Some(u) = &d.use_ {
-                    v["use"] = u.clone();
+                    v.insert("use".into(), u.clone());
                 }
-                designations.push(v);
+                v.insert("value".into(), json!(d.value));
+                designations.push(Value::Object(v));
             }
+        }
+        // The value set's own designations follow the code system's.
+        for d in &e.vs_designations {
+            let mut d = d.clone();
+            if let Some(list) = d.get("extension").and_then(Value::as_array) {
+                let kept: Vec<Value> = kept_extensions(list, DESIGNATION_EXTENSIONS)
+                    .cloned()
+                    .collect();
+                if let (true, Some(o)) = (kept.is_empty(), d.as_object_mut()) {
+                    o.remove("extension");
+                } else {
+                    d["extension"] = Value::Array(kept);
+                }
+            }
+            designations.push(d);
         }
         if !designations.is_empty() {
             m.insert("designation".into(), Value::Array(designations));
         }
     }
-    if let Some((cs, i)) = &e.concept {
-        let c = &cs.concepts[*i];
-        let mut props = Vec::new();
-        if auto_status(ctx, e) {
-            props.push(json!({"code": "status", "valueCode": "inactive"}));
-        }
-        for p in &ctx.opts.properties {
-            match p.as_str() {
-                "definition" => {
-                    if let Some(d) = &c.definition {
-                        props.push(json!({"code": "definition", "valueString": d}));
-                    }
-                }
-                "display" => {
-                    if let Some(d) = &c.display {
-                        props.push(json!({"code": "display", "valueString": d}));
-                    }
-                }
-                _ => {
-                    for v in c.properties.iter().filter(|v| &v.code == p) {
-                        let mut o = json!({"code": p});
-                        o[v.key.as_str()] = v.value.clone();
-                        props.push(o);
-                    }
-                }
-            }
-        }
-        if !props.is_empty() {
-            // R4 has no `contains.property`: R5's cross-version extension carries it.
-            let mut ext: Vec<Value> = m
-                .remove("extension")
-                .and_then(|v| v.as_array().cloned())
-                .unwrap_or_default();
-            ext.extend(props.iter().map(|p| r5_extension("contains.property", p)));
-            m.insert("extension".into(), Value::Array(ext));
-        }
+    let mut props = entry_properties(ctx, e);
+    // tx.fhir.org lists a code's properties by code.
+    props.sort_by(|a, b| a["code"].as_str().cmp(&b["code"].as_str()));
+    // R4 has no `contains.property`: R5's cross-version extension carries it.
+    extensions.extend(props.iter().map(|p| r5_extension("contains.property", p)));
+    if !extensions.is_empty() {
+        m.insert("extension".into(), Value::Array(extensions));
     }
     Value::Object(m)
+}
+
+/// The designation use of a display that is the preferred one in its language.
+pub(crate) fn preferred_for_language() -> Value {
+    json!({
+        "system": "http://terminology.hl7.org/CodeSystem/hl7TermMaintInfra",
+        "code": "preferredForLanguage",
+        "display": "Preferred For Language"
+    })
 }
 
 /// `{"code": c, "valueX": v}` (or `"uri": u`) as the R5 cross-version extension

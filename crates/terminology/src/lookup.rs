@@ -103,16 +103,37 @@ pub(crate) fn concept_answer(
         out.push(json!({"name": "definition", "valueString": d}));
     }
     out.push(json!({"name": "abstract", "valueBoolean": cs.is_abstract(i)}));
-    for d in &c.designations {
+    // The code system's own designations, then its display as the preferred designation of its language,
+    // then what supplements add (each naming its `source`), as tx.fhir.org lists them.
+    let (own, supplemented): (Vec<_>, Vec<_>) =
+        c.designations.iter().partition(|d| d.source.is_none());
+    let display_designation = c.display.as_ref().map(|value| {
+        crate::codesystem::Designation::new(
+            cs.language.clone(),
+            Some(crate::expansion::preferred_for_language()),
+            value.clone(),
+        )
+    });
+    for d in own
+        .into_iter()
+        .chain(display_designation.as_ref())
+        .chain(supplemented)
+    {
         let mut parts = Vec::new();
         if let Some(l) = &d.language {
             parts.push(json!({"name": "language", "valueCode": l}));
+        }
+        if let Some(s) = &d.source {
+            parts.push(json!({"name": "source", "valueCanonical": s}));
         }
         if let Some(u) = &d.use_ {
             parts.push(json!({"name": "use", "valueCoding": u}));
         }
         parts.push(json!({"name": "value", "valueString": d.value}));
         out.push(json!({"name": "designation", "part": parts}));
+    }
+    for s in &cs.applied_supplements {
+        out.push(json!({"name": "used-supplement", "valueCanonical": s}));
     }
     let prop = |code: &str, value: Value, description: Option<&str>| {
         let mut parts = vec![json!({"name": "code", "valueCode": code})];

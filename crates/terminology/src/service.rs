@@ -85,6 +85,20 @@ impl Terminology {
         params: &Params,
         accept_language: Option<&str>,
     ) -> Result<Value, TxError> {
+        if let Some(langs) = params.str("displayLanguage")
+            && !crate::context::valid_language_list(&langs)
+        {
+            return Err(TxError::new(
+                crate::error::ErrorKind::Invalid,
+                crate::error::Issue::new(
+                    crate::error::Severity::Error,
+                    "processing",
+                    Some("invalid-display"),
+                    format!("Invalid displayLanguage: '{langs}'"),
+                )
+                .with_id("INVALID_DISPLAY_NAME"),
+            ));
+        }
         let ctx = self.context(params, accept_language);
         match op {
             Operation::Expand => {
@@ -100,7 +114,16 @@ impl Terminology {
                     crate::expansion::expand(&ctx, &params)
                 }
             }
-            Operation::ValidateVs => crate::validate::validate_vs(&ctx, params),
+            Operation::ValidateVs => match validation_language(&ctx, params, accept_language) {
+                // The value set's language chooses the valid displays when the request names none.
+                Some(lang) => {
+                    let mut params = params.clone();
+                    params.push(json!({"name": "displayLanguage", "valueCode": lang}));
+                    let ctx = self.context(&params, accept_language);
+                    crate::validate::validate_vs(&ctx, &params)
+                }
+                None => crate::validate::validate_vs(&ctx, params),
+            },
             Operation::ValidateCs => crate::validate::validate_cs(&ctx, params),
             Operation::Lookup => crate::lookup::lookup(&ctx, params),
             Operation::Subsumes => crate::lookup::subsumes(&ctx, params),
@@ -301,6 +324,37 @@ impl Terminology {
             "translation": {"needsMap": false},
         })
     }
+}
+
+/// The display language `$validate-code` checks displays in when the request names none (no
+/// `displayLanguage`, no Accept-Language): the value set's `displayLanguage` expansion parameter, else its
+/// `language`.
+fn validation_language(
+    ctx: &Ctx<'_>,
+    params: &Params,
+    accept_language: Option<&str>,
+) -> Option<String> {
+    if params.has("displayLanguage") || accept_language.is_some() {
+        return None;
+    }
+    let vs = ctx.requested_value_set(params).ok()?;
+    let stated = vs["compose"]["extension"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| {
+            e["url"] == "http://hl7.org/fhir/StructureDefinition/valueset-expansion-parameter"
+        })
+        .find_map(|e| {
+            let parts = e["extension"].as_array()?;
+            let name = parts.iter().find(|p| p["url"] == "name")?;
+            if name["valueCode"] != "displayLanguage" && name["valueString"] != "displayLanguage" {
+                return None;
+            }
+            let value = parts.iter().find(|p| p["url"] == "value")?;
+            crate::params::primitive(value)
+        });
+    stated.or_else(|| vs["language"].as_str().map(str::to_string))
 }
 
 /// Parameters an expansion takes without the request stating them: the display language of the

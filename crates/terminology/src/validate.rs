@@ -571,6 +571,25 @@ fn unknown_system(
         check.ok = false;
         return;
     }
+    // A supplement only adds to another code system: it cannot be the system of a code.
+    if let Some(sup) = ctx.find_supplement(&system) {
+        check.issues.push(
+            Issue::new(
+                Severity::Error,
+                "invalid",
+                Some("invalid-data"),
+                format!(
+                    "CodeSystem {} is a supplement, so can't be used as a value in {}",
+                    sup.versioned_url(),
+                    coding.expr("system")
+                ),
+            )
+            .with_id("CODESYSTEM_CS_NO_SUPPLEMENT")
+            .at(coding.expr("system")),
+        );
+        check.ok = false;
+        return;
+    }
     let known = ctx.known_versions(&system);
     // The message ids are those of the FHIR validator's bundle, which tx.fhir.org puts on each variant.
     let (text, id) = match version {
@@ -734,6 +753,7 @@ fn check_in_cs(ctx: &Ctx<'_>, cs: &CodeSystem, coding: &Coding, check: &mut Chec
                     concept.code
                 ),
             )
+            .with_id("DEPRECATED_CONCEPT_FOUND")
             .at(coding.whole()),
         );
     }
@@ -750,15 +770,25 @@ fn check_display(
     coding: &Coding,
     check: &mut Check,
 ) {
-    let cs_lang = cs.language.clone().unwrap_or_else(|| "en".to_string());
-    let mut candidates: Vec<(String, String)> = Vec::new();
+    // The display is in the code system's language. A FHIR code system that states none has displays of no
+    // particular language, valid whatever language is asked for; a provider's displays are English terms.
+    let cs_lang = cs
+        .language
+        .clone()
+        .or_else(|| cs.provider.as_ref().map(|_| "en".to_string()));
+    let mut candidates: Vec<(Option<String>, String)> = Vec::new();
     if let Some(d) = &concept.display {
         candidates.push((cs_lang.clone(), d.clone()));
     }
-    // Designations without a language are other kinds of names (synonyms of a special use), not displays.
-    for d in concept.designations.iter().filter(|d| !d.inactive) {
+    // Designations without a language are other kinds of names (synonyms of a special use), not displays;
+    // retired ones (inactive, or deprecated/withdrawn by a standards-status extension) are no longer valid.
+    for d in concept
+        .designations
+        .iter()
+        .filter(|d| d.retired().is_none())
+    {
         if let Some(l) = &d.language {
-            candidates.push((l.clone(), d.value.clone()));
+            candidates.push((Some(l.clone()), d.value.clone()));
         }
     }
     let langs: Vec<String> = ctx
@@ -767,8 +797,10 @@ fn check_display(
         .as_deref()
         .map(parse_languages)
         .unwrap_or_default();
-    let in_lang =
-        |l: &str| langs.is_empty() || langs.iter().any(|r| r == "*" || lang_matches(r, l));
+    let in_lang = |l: &Option<String>| match l {
+        None => true,
+        Some(l) => langs.is_empty() || langs.iter().any(|r| r == "*" || lang_matches(r, l)),
+    };
     let eq = |a: &str, b: &str| {
         if cs.case_sensitive {
             a == b
@@ -779,11 +811,12 @@ fn check_display(
     if candidates.iter().any(|(l, d)| in_lang(l) && eq(d, display)) {
         return;
     }
-    // A display that used to be right (an inactive description) is a warning, not an error.
-    if concept
+    // A display that used to be right (an inactive or retired designation) is a warning, not an error.
+    if let Some(status) = concept
         .designations
         .iter()
-        .any(|d| d.inactive && eq(&d.value, display))
+        .filter(|d| eq(&d.value, display))
+        .find_map(|d| d.retired())
     {
         let mut valid: Vec<&str> = candidates.iter().map(|(_, d)| d.as_str()).collect();
         valid.sort_unstable();
@@ -804,7 +837,7 @@ fn check_display(
                 "invalid",
                 Some("display-comment"),
                 format!(
-                    "'{display}' is no longer considered a correct display for code '{}' (status = inactive). The correct display is one of {}.",
+                    "'{display}' is no longer considered a correct display for code '{}' (status = {status}). The correct display is one of {}.",
                     coding.code,
                     list.join(",")
                 ),
@@ -820,7 +853,8 @@ fn check_display(
     } else {
         langs.join(",")
     };
-    let valid: Vec<&(String, String)> = candidates.iter().filter(|(l, _)| in_lang(l)).collect();
+    let valid: Vec<&(Option<String>, String)> =
+        candidates.iter().filter(|(l, _)| in_lang(l)).collect();
     if valid.is_empty() {
         if candidates.iter().any(|(_, d)| eq(d, display)) {
             check.issues.push(
@@ -860,7 +894,10 @@ fn check_display(
         .any(|(_, d)| normalize(d) == normalize(display));
     let list = valid
         .iter()
-        .map(|(l, d)| format!("'{d}' ({l})"))
+        .map(|(l, d)| match l {
+            Some(l) => format!("'{d}' ({l})"),
+            None => format!("'{d}'"),
+        })
         .collect::<Vec<_>>();
     let shown = if list.len() == 1 {
         format!("Valid display is {}", list[0])
@@ -966,7 +1003,8 @@ fn render(
         if let (Some(v), true) = (&c.version, shown) {
             out.push(json!({"name": "version", "valueString": v}));
         }
-        if let (Some(s), true) = (&c.status, c.inactive) {
+        // An inactive or deprecated concept says which status it has.
+        if let Some(s) = &c.status {
             out.push(json!({"name": "status", "valueCode": s}));
         }
     }

@@ -177,12 +177,11 @@ impl SnomedProvider {
                 let fsn = self.store.fully_specified_name(idx, refsets);
                 let pt = self.store.preferred_synonym(idx, refsets);
                 for d in [fsn, pt].into_iter().flatten() {
-                    designations.push(Designation {
-                        language: Some(d.language.to_string()),
-                        use_: Some(use_of(d.kind, d.type_id)),
-                        value: d.term.to_string(),
-                        inactive: false,
-                    });
+                    designations.push(Designation::new(
+                        Some(d.language.to_string()),
+                        Some(use_of(d.kind, d.type_id)),
+                        d.term,
+                    ));
                 }
             }
             Detail::Validation => {
@@ -191,10 +190,12 @@ impl SnomedProvider {
                         continue;
                     }
                     designations.push(Designation {
-                        language: Some(d.language.to_string()),
-                        use_: Some(use_of(d.kind, d.type_id)),
-                        value: d.term.to_string(),
                         inactive: !d.active,
+                        ..Designation::new(
+                            Some(d.language.to_string()),
+                            Some(use_of(d.kind, d.type_id)),
+                            d.term,
+                        )
                     });
                 }
             }
@@ -221,12 +222,11 @@ impl SnomedProvider {
             code: code.to_string(),
             display: Some(display.clone()),
             definition: None,
-            designations: vec![Designation {
-                language: Some("en-US".into()),
-                use_: Some(preferred_for_language()),
-                value: display,
-                inactive: false,
-            }],
+            designations: vec![Designation::new(
+                Some("en-US".into()),
+                Some(preferred_for_language()),
+                display,
+            )],
             properties: vec![PropertyValue {
                 code: "inactive".into(),
                 key: "valueBoolean".into(),

@@ -1,10 +1,12 @@
 //! Integration tests of the terminology crate, over the HL7 conformance suites' own resources in ../shared.
 
 mod icd10cm;
+mod languages;
 mod loinc;
 mod operations;
 mod packages;
 mod sct;
+mod supplements;
 mod versions;
 
 use serde_json::Value;
