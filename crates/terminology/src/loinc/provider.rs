@@ -91,11 +91,12 @@ impl LoincProvider {
             definition: s.definition(i).map(str::to_string),
             designations: s
                 .designations(i)
-                .map(|d| Designation {
-                    language: d.language.map(str::to_string),
-                    use_: Some(json!({"system": LOINC_URL, "code": d.use_, "display": d.use_})),
-                    value: d.value.to_string(),
-                    inactive: false,
+                .map(|d| {
+                    Designation::new(
+                        d.language.map(str::to_string),
+                        Some(json!({"system": LOINC_URL, "code": d.use_, "display": d.use_})),
+                        d.value,
+                    )
                 })
                 .collect(),
             properties: s.properties(i).map(|p| property_value(&p)).collect(),
