@@ -154,6 +154,8 @@ pub fn import_icd10cm(path: &Path) -> Result<(Value, Icd10cmStats), LoadError> {
         "status": "active",
         "experimental": false,
         "publisher": "Centers for Disease Control and Prevention (CDC), National Center for Health Statistics (NCHS)",
+        // CDC's descriptions are English: without a stated language they would be valid displays in every one.
+        "language": "en",
         "description": format!("ICD-10-CM tabular list, version {}, imported from CDC's XML ({ICD10CM_SOURCE})", stats.version),
         "caseSensitive": true,
         "valueSet": ICD10CM_ALL_VS,

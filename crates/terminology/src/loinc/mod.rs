@@ -604,6 +604,9 @@ pub(crate) fn code_system_shell(
         "status": "active",
         "experimental": false,
         "publisher": "Regenstrief Institute, Inc.",
+        // The language of the displays (LOINC's names are English): a code system that states none has
+        // displays valid in every language.
+        "language": "en",
         "copyright": "This material contains content from LOINC (http://loinc.org). LOINC is copyright © 1995-2025, Regenstrief Institute, Inc. and the Logical Observation Identifiers Names and Codes (LOINC) Committee and is available at no cost under the license at http://loinc.org/license. LOINC® is a registered United States trademark of Regenstrief Institute, Inc.",
         "caseSensitive": false,
         "valueSet": "http://loinc.org/vs",
