@@ -290,7 +290,7 @@ fn evaluate_compose(
 
 /// The `versionsMatch` expansion parameter of a value set: codes of different versions of a code system are
 /// the same code. Unstated, it holds when a whole code system version is excluded (tx.fhir.org's behaviour).
-fn versions_match(vs: &Value) -> bool {
+pub(crate) fn versions_match(vs: &Value) -> bool {
     let stated = vs["compose"]["extension"]
         .as_array()
         .into_iter()

@@ -57,24 +57,27 @@ const KEPT: &[&str] = &[
 /// ValueSet/$expand.
 pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     let vs = ctx.requested_value_set(params)?;
-    let mut stack = Vec::new();
-    let ev = evaluate(ctx, &vs, &mut stack)?;
     let opts = &ctx.opts;
-    let mut entries: Vec<Entry> = ev.set.entries;
-    if opts.active_only == Some(true) {
-        entries.retain(|e| !e.inactive());
-    }
-    if let Some(f) = &opts.filter {
-        let f = f.to_lowercase();
-        entries.retain(|e| {
-            let d = display_of(ctx, e).unwrap_or_default().to_lowercase();
-            e.code.to_lowercase().starts_with(&f)
-                || d.split(|c: char| !c.is_alphanumeric())
-                    .any(|w| w.starts_with(&f))
-                || d.starts_with(&f)
-        });
-    }
-    let total = entries.len();
+    // A provider that pages its include hands over the page alone (`prepaged`) and the total.
+    let (ev, mut entries, total, prepaged) = match provider_page(ctx, &vs)? {
+        Some((ev, entries, total)) => (ev, entries, total, true),
+        None => {
+            let mut stack = Vec::new();
+            let mut ev = evaluate(ctx, &vs, &mut stack)?;
+            let mut entries: Vec<Entry> = std::mem::take(&mut ev.set.entries);
+            if opts.active_only == Some(true) {
+                entries.retain(|e| !e.inactive());
+            }
+            if let Some(f) = &opts.filter {
+                let f = f.to_lowercase();
+                entries.retain(|e| {
+                    text_matches(&e.code, &display_of(ctx, e).unwrap_or_default(), &f)
+                });
+            }
+            let total = entries.len();
+            (ev, entries, total, false)
+        }
+    };
     if opts.count.is_none() && total > ctx.max_expansion {
         return Err(TxError::new(
             ErrorKind::TooCostly,
@@ -89,7 +92,9 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     let offset = opts.offset.unwrap_or(0);
     let paged = opts.count.is_some() || offset > 0;
     let nest = opts.exclude_nested != Some(true) && !paged && opts.filter.is_none();
-    let contains = if nest {
+    let contains = if prepaged {
+        entries.iter().map(|e| render_entry(ctx, e)).collect()
+    } else if nest {
         render_nested(ctx, &entries)
     } else {
         entries
@@ -185,7 +190,7 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     }
     // R4 has no `expansion.property`: it travels as R5's cross-version extension.
     // Declarations cover the codes shown (a `count=0` expansion shows none).
-    let shown: &[Entry] = if paged {
+    let shown: &[Entry] = if paged && !prepaged {
         let start = offset.min(entries.len());
         let end = start
             .saturating_add(opts.count.unwrap_or(usize::MAX))
@@ -215,6 +220,103 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     }
     out.insert("expansion".into(), Value::Object(expansion));
     Ok(Value::Object(out))
+}
+
+/// The generic text filter of an expansion: the code, the display, or a word of the display (split at
+/// anything not alphanumeric) starts with `filter` (already lowercase), ignoring case.
+pub(crate) fn text_matches(code: &str, display: &str, filter: &str) -> bool {
+    let d = display.to_lowercase();
+    code.to_lowercase().starts_with(filter)
+        || d.split(|c: char| !c.is_alphanumeric())
+            .any(|w| w.starts_with(filter))
+        || d.starts_with(filter)
+}
+
+/// A paged expansion (`count` given) of a value set that is one filtered include of a provider's code system
+/// (the implicit value sets of SNOMED CT, say), when the provider pages it itself: the evaluation's findings,
+/// the entries of the page with only their concepts compiled, and the total. None when the expansion needs
+/// the general path (several includes, excludes, imports, listed concepts, supplements, a display language
+/// other than the code system's, or a provider that does not page).
+fn provider_page(
+    ctx: &Ctx<'_>,
+    vs: &Value,
+) -> Result<Option<(crate::expand::Evaluated, Vec<Entry>, usize)>, TxError> {
+    let opts = &ctx.opts;
+    let Some(count) = opts.count else {
+        return Ok(None);
+    };
+    let compose = &vs["compose"];
+    let [inc] = compose["include"].as_array().map(Vec::as_slice).unwrap_or(&[]) else {
+        return Ok(None);
+    };
+    let excludes = compose["exclude"].as_array().is_some_and(|a| !a.is_empty());
+    let Some(system) = inc["system"].as_str() else {
+        return Ok(None);
+    };
+    if excludes
+        || inc.get("concept").is_some()
+        || inc.get("valueSet").is_some()
+        || ctx.lenient_includes.get()
+        || !opts.use_supplements.is_empty()
+        || !crate::expand::vs_supplements(vs).is_empty()
+        || !ctx.overlay.supplements_of(system).is_empty()
+        || !ctx.providers.iter().any(|p| p.system() == system)
+    {
+        return Ok(None);
+    }
+    // The display the text filter tests and the expansion shows is the provider's own (compiled in the
+    // requested languages) unless the first language asked for is not the code system's: then
+    // `Ctx::display` may pick a designation instead, which only the general path reproduces.
+    let plain_display = opts.display_language.as_deref().is_none_or(|l| {
+        crate::context::parse_languages(l)
+            .first()
+            .is_none_or(|f| f == "*" || crate::context::lang_matches(f, "en"))
+    });
+    if !plain_display {
+        return Ok(None);
+    }
+    let cs = crate::expand::resolve_include_cs(ctx, system, inc["version"].as_str(), &[])?;
+    let Some(provider) = cs.provider.clone() else {
+        return Ok(None);
+    };
+    let filters = inc["filter"].as_array().cloned().unwrap_or_default();
+    let req = crate::provider::PageRequest {
+        text: opts.filter.as_deref(),
+        active_only: opts.active_only == Some(true) || compose["inactive"] == Value::Bool(false),
+        languages: opts.display_language.as_deref(),
+        offset: opts.offset.unwrap_or(0),
+        count,
+    };
+    let page = match provider.expand_page(&filters, &req, "ValueSet.compose.include[0]") {
+        None => return Ok(None),
+        Some(page) => page?,
+    };
+    let codes: Vec<&str> = page.codes.iter().map(String::as_str).collect();
+    let compiled = ctx.compile(&cs, &codes, crate::provider::Detail::Expansion);
+    let entries = page
+        .codes
+        .iter()
+        .filter_map(|code| {
+            compiled.find(code).map(|i| Entry {
+                system: system.to_string(),
+                code: code.clone(),
+                vs_display: None,
+                vs_designations: Vec::new(),
+                vs_extensions: Vec::new(),
+                concept: Some((compiled.clone(), i)),
+                hierarchical: false,
+                include_version: inc["version"].as_str().map(str::to_string),
+                show_version: false,
+            })
+        })
+        .collect();
+    let ev = crate::expand::Evaluated {
+        used_cs: vec![cs.versioned_url()],
+        versions_match: crate::expand::versions_match(vs),
+        unclosed: page.unclosed,
+        ..Default::default()
+    };
+    Ok(Some((ev, entries, page.total)))
 }
 
 /// Whether the `designation` parameters (`system|code` of a language or a use) admit `d`; all pass without them.

@@ -57,7 +57,7 @@ pub use loinc::{
 };
 pub use package::{LoadStats, load_data_dir, load_package};
 pub use params::Params;
-pub use provider::{CodeSystemProvider, Detail, MapTarget, Selection};
+pub use provider::{CodeSystemProvider, Detail, MapTarget, Page, PageRequest, Selection};
 pub use registry::{Kind, Registry};
 pub use sct::SnomedProvider;
 pub use service::{Config, Operation, Terminology};

@@ -27,6 +27,36 @@ pub struct Selection {
     pub unclosed: Option<Option<String>>,
 }
 
+/// What an expansion asks of a provider's include when the provider pages it itself (see
+/// [`CodeSystemProvider::expand_page`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PageRequest<'a> {
+    /// The expansion's text `filter`, as given.
+    pub text: Option<&'a str>,
+    /// Leave inactive concepts out (`activeOnly`, or the value set's `compose.inactive = false`).
+    pub active_only: bool,
+    /// The display languages (an Accept-Language list), as [`CodeSystemProvider::compile`] takes them.
+    pub languages: Option<&'a str>,
+    /// Codes skipped before the page (`offset`).
+    pub offset: usize,
+    /// Codes in the page (`count`).
+    pub count: usize,
+}
+
+/// One page of an include's expansion.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Page {
+    /// Codes the filters (and the text filter's index lookup) select before the display test and
+    /// `activeOnly`: what the too-costly refusal of an unpaged include counts.
+    pub selected: usize,
+    /// Codes in the whole expansion (`expansion.total`).
+    pub total: usize,
+    /// The page's codes, in expansion order.
+    pub codes: Vec<String>,
+    /// As [`Selection::unclosed`].
+    pub unclosed: Option<Option<String>>,
+}
+
 /// A code system served from a store of its own.
 pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
     /// The canonical URL (`http://snomed.info/sct`).
@@ -89,6 +119,21 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
     /// or the filter is not text (codes are matched by prefix).
     fn text_candidates(&self, codes: &[String], filter: &str) -> Option<Vec<String>> {
         let _ = (codes, filter);
+        None
+    }
+
+    /// One page of the expansion of an include with these `filters`, with the total, computed without
+    /// compiling the concepts outside the page. The codes are those [`Self::select`] lists, in the same order,
+    /// less the inactive ones when asked, and less those the text filter rejects: a code is kept when the code
+    /// or its display in `languages` passes the generic text rule (`expansion::text_matches`). `None` when the
+    /// provider does not page (the expansion then compiles the whole selection).
+    fn expand_page(
+        &self,
+        filters: &[Value],
+        req: &PageRequest<'_>,
+        path: &str,
+    ) -> Option<Result<Page, TxError>> {
+        let _ = (filters, req, path);
         None
     }
 

@@ -4,14 +4,15 @@
 
 mod expression;
 mod membership;
+mod paging;
 
 use crate::codesystem::{CodeSystem, Concept, Designation, PropertyValue};
 use crate::error::{ErrorKind, Issue, Severity, TxError};
-use crate::provider::{CodeSystemProvider, Detail, MapTarget, Selection};
+use crate::provider::{CodeSystemProvider, Detail, MapTarget, Page, PageRequest, Selection};
 use serde_json::{Value, json};
 use snomed::ecl_eval::{EclError, Limits, RoaringBitmap};
 use snomed::{ConceptIdx, DescriptionKind, SctId, Store, consts};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use expression::Expression;
 
@@ -40,7 +41,17 @@ pub struct SnomedProvider {
     /// in an extracted subset also module concepts whose parents were left out. ECL results leave them out,
     /// as tx.fhir.org does (its `*` is the hierarchy).
     outside: RoaringBitmap,
+    /// The active concepts.
+    active: RoaringBitmap,
+    /// Concepts in expansion order, built on the first expansion that pages (a sort of every SCTID).
+    text_order: OnceLock<paging::TextOrder>,
+    /// Evaluated includes of recent expansions.
+    matches: paging::MatchCache,
 }
+
+/// Bounds of the cache of evaluated includes: a full-scale edition's largest sets are ~50 KB as bitmaps.
+const MATCH_CACHE_ENTRIES: usize = 1024;
+const MATCH_CACHE_BYTES: usize = 64 << 20;
 
 impl std::fmt::Debug for SnomedProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -74,18 +85,22 @@ impl SnomedProvider {
             "content": "complete",
             "caseSensitive": false,
         }));
+        let active = store.active_concepts();
         let outside = match store.index_of(consts::ROOT) {
-            Some(root) => store.active_concepts() - store.descendants_bitmap(root, true),
+            Some(root) => &active - store.descendants_bitmap(root, true),
             None => RoaringBitmap::new(),
         };
         Arc::new_cyclic(|me| SnomedProvider {
             outside,
+            active,
             store,
             version,
             edition,
             label,
             me: me.clone(),
             shell,
+            text_order: OnceLock::new(),
+            matches: paging::MatchCache::new(MATCH_CACHE_ENTRIES, MATCH_CACHE_BYTES),
         })
     }
 
@@ -281,6 +296,198 @@ impl SnomedProvider {
         set -= &self.outside;
         Ok((set, tree))
     }
+
+    /// The concepts an include's `filters` select (every concept, active or not, without filters), with what
+    /// decides whether they admit a post-coordinated expression.
+    fn filter_set(&self, filters: &[Value], path: &str) -> Result<Filtered, TxError> {
+        let store = &*self.store;
+        let mut set: Option<RoaringBitmap> = None;
+        let mut expressions = true;
+        let mut rules: Vec<ExprRule> = Vec::new();
+        for (i, f) in filters.iter().enumerate() {
+            let fpath = format!("{path}.filter[{i}]");
+            let property = f["property"].as_str().unwrap_or_default();
+            let op = f["op"].as_str().unwrap_or_default();
+            let value = f["value"].as_str().unwrap_or_default();
+            let bits = match (property, op) {
+                ("expressions" | "expression", "=") if matches!(value, "true" | "false") => {
+                    expressions = value == "true";
+                    continue;
+                }
+                ("concept" | "code", "is-a") => {
+                    let b = store.descendants_bitmap(self.filter_concept(value, &fpath)?, true);
+                    rules.push(ExprRule::Below(b.clone()));
+                    b
+                }
+                ("concept" | "code", "descendent-of") => {
+                    let idx = self.filter_concept(value, &fpath)?;
+                    rules.push(ExprRule::Below(store.descendants_bitmap(idx, true)));
+                    store.descendants_bitmap(idx, false)
+                }
+                ("concept" | "code", "is-not-a") => {
+                    let below = store.descendants_bitmap(self.filter_concept(value, &fpath)?, true);
+                    let b = store.all_concepts() - &below;
+                    rules.push(ExprRule::NotBelow(below));
+                    b
+                }
+                ("concept" | "code", "generalizes") => {
+                    rules.push(ExprRule::Never);
+                    store.ancestors_bitmap(self.filter_concept(value, &fpath)?, true)
+                }
+                ("concept" | "code", "child-of") | ("parent", "=") => {
+                    rules.push(ExprRule::Never);
+                    let idx = self.filter_concept(value, &fpath)?;
+                    store.children(idx).iter().map(|c| c.0).collect()
+                }
+                ("child", "=") => {
+                    rules.push(ExprRule::Never);
+                    let idx = self.filter_concept(value, &fpath)?;
+                    store.parents(idx).iter().map(|c| c.0).collect()
+                }
+                ("concept" | "code", "in") => {
+                    rules.push(ExprRule::Never);
+                    let mut b = RoaringBitmap::new();
+                    for r in value.split(',').map(str::trim) {
+                        if let Some(idx) = self.idx(r) {
+                            b |= store.refset_concepts(store.id_of(idx));
+                        }
+                    }
+                    b
+                }
+                ("concept" | "code", "=") => {
+                    rules.push(ExprRule::Never);
+                    let idx = self.filter_concept(value, &fpath)?;
+                    std::iter::once(idx.0).collect()
+                }
+                ("constraint" | "expression", "=") => {
+                    let (b, tree) = self.ecl(value)?;
+                    rules.push(ExprRule::Ecl(tree));
+                    b
+                }
+                ("inactive", "=") => {
+                    rules.push(ExprRule::Never);
+                    if value == "true" {
+                        store.all_concepts() - &self.active
+                    } else {
+                        self.active.clone()
+                    }
+                }
+                ("moduleId", "=") => {
+                    rules.push(ExprRule::Never);
+                    let module: u64 = value.parse().unwrap_or(0);
+                    (0..store.concept_count())
+                        .filter(|&i| store.concept(ConceptIdx(i)).module.get() == module)
+                        .collect()
+                }
+                _ => {
+                    return Err(TxError::new(
+                        ErrorKind::NotSupported,
+                        Issue::new(
+                            Severity::Error,
+                            "not-supported",
+                            Some("vs-invalid"),
+                            format!(
+                                "The filter {property} {op} {value} is not supported for SNOMED CT"
+                            ),
+                        )
+                        .at(fpath),
+                    ));
+                }
+            };
+            set = Some(match set {
+                None => bits,
+                Some(s) => s & bits,
+            });
+        }
+        let unclosed = if filters.is_empty() {
+            Some(Some(GRAMMAR.to_string()))
+        } else if expressions {
+            Some(None)
+        } else {
+            None
+        };
+        // Without filters: every concept of the edition, active or not.
+        let set = set.unwrap_or_else(|| store.all_concepts());
+        Ok(Filtered {
+            set,
+            rules,
+            expressions,
+            unclosed,
+        })
+    }
+
+    fn text_order(&self) -> &paging::TextOrder {
+        self.text_order
+            .get_or_init(|| paging::TextOrder::new(&self.store))
+    }
+
+    /// An include's concepts for an expansion: the filters' set, narrowed by the text filter (the search
+    /// index, then the generic rule on the display in the requested languages) and by `activeOnly`.
+    fn match_include(
+        &self,
+        filters: &[Value],
+        req: &PageRequest<'_>,
+        path: &str,
+    ) -> Result<paging::Matched, TxError> {
+        let Filtered { set, unclosed, .. } = self.filter_set(filters, path)?;
+        let store = &*self.store;
+        let (mut set, selected) = match req.text {
+            None => {
+                let n = set.len() as usize;
+                (set, n)
+            }
+            Some(text) => {
+                let mut search = snomed::SearchRequest::new(text);
+                search.max_hits = usize::MAX;
+                search.inactive_concepts = true;
+                // Every concept selected: no constraint to test per hit.
+                let everything = set.len() == u64::from(store.concept_count());
+                if !everything {
+                    search.constraint = Some(&set);
+                }
+                let hits = store.search(&search).map_err(|e| {
+                    TxError::invalid(format!("The filter '{text}' cannot be searched: {e}"))
+                })?;
+                let candidates: RoaringBitmap = hits.iter().map(|h| h.concept.0).collect();
+                let selected = candidates.len() as usize;
+                let mut candidates = candidates;
+                if req.active_only {
+                    candidates &= &self.active;
+                }
+                let refsets = self.refsets_for(req.languages);
+                let lower = text.to_lowercase();
+                let kept: RoaringBitmap = candidates
+                    .iter()
+                    .filter(|&i| {
+                        let idx = ConceptIdx(i);
+                        let display = self.term(idx, &refsets).unwrap_or_default();
+                        crate::expansion::text_matches(
+                            &store.id_of(idx).get().to_string(),
+                            &display,
+                            &lower,
+                        )
+                    })
+                    .collect();
+                (kept, selected)
+            }
+        };
+        if req.active_only && req.text.is_none() {
+            set &= &self.active;
+        }
+        Ok(paging::Matched {
+            set,
+            selected,
+            unclosed,
+        })
+    }
+}
+
+/// What an include's filters select (see [`SnomedProvider::filter_set`]).
+struct Filtered {
+    set: RoaringBitmap,
+    rules: Vec<ExprRule>,
+    expressions: bool,
+    unclosed: Option<Option<String>>,
 }
 
 /// An evaluation error as the operation's error: limits are too costly, the rest invalid.
@@ -532,6 +739,46 @@ impl CodeSystemProvider for SnomedProvider {
         )
     }
 
+    /// Filters evaluate to a bitmap, a text filter goes through the search index and then the generic rule on
+    /// each candidate's display; the page comes from the bitmap in code-as-text order, and only its concepts
+    /// are compiled by the caller. Evaluated includes are cached.
+    fn expand_page(
+        &self,
+        filters: &[Value],
+        req: &PageRequest<'_>,
+        path: &str,
+    ) -> Option<Result<Page, TxError>> {
+        // A filter without letters matches codes by prefix: the generic path handles it.
+        if req.text.is_some_and(|t| !t.chars().any(char::is_alphabetic)) {
+            return None;
+        }
+        let key = serde_json::to_string(&json!([filters, req.text, req.active_only, req.languages]))
+            .unwrap_or_default();
+        let matched = match self.matches.get(&key) {
+            Some(m) => m,
+            None => {
+                let m = match self.match_include(filters, req, path) {
+                    Ok(m) => Arc::new(m),
+                    Err(e) => return Some(Err(e)),
+                };
+                self.matches.put(key, m.clone());
+                m
+            }
+        };
+        let codes = self
+            .text_order()
+            .page(&matched.set, req.offset, req.count)
+            .into_iter()
+            .map(|i| self.store.id_of(i).get().to_string())
+            .collect();
+        Some(Ok(Page {
+            selected: matched.selected,
+            total: matched.set.len() as usize,
+            codes,
+            unclosed: matched.unclosed.clone(),
+        }))
+    }
+
     fn select(
         &self,
         filters: &[Value],
@@ -539,114 +786,12 @@ impl CodeSystemProvider for SnomedProvider {
         path: &str,
     ) -> Result<Selection, TxError> {
         let store = &*self.store;
-        let mut set: Option<RoaringBitmap> = None;
-        let mut expressions = true;
-        let mut rules: Vec<ExprRule> = Vec::new();
-        for (i, f) in filters.iter().enumerate() {
-            let fpath = format!("{path}.filter[{i}]");
-            let property = f["property"].as_str().unwrap_or_default();
-            let op = f["op"].as_str().unwrap_or_default();
-            let value = f["value"].as_str().unwrap_or_default();
-            let bits = match (property, op) {
-                ("expressions" | "expression", "=") if matches!(value, "true" | "false") => {
-                    expressions = value == "true";
-                    continue;
-                }
-                ("concept" | "code", "is-a") => {
-                    let b = store.descendants_bitmap(self.filter_concept(value, &fpath)?, true);
-                    rules.push(ExprRule::Below(b.clone()));
-                    b
-                }
-                ("concept" | "code", "descendent-of") => {
-                    let idx = self.filter_concept(value, &fpath)?;
-                    rules.push(ExprRule::Below(store.descendants_bitmap(idx, true)));
-                    store.descendants_bitmap(idx, false)
-                }
-                ("concept" | "code", "is-not-a") => {
-                    let below = store.descendants_bitmap(self.filter_concept(value, &fpath)?, true);
-                    let b = store.all_concepts() - &below;
-                    rules.push(ExprRule::NotBelow(below));
-                    b
-                }
-                ("concept" | "code", "generalizes") => {
-                    rules.push(ExprRule::Never);
-                    store.ancestors_bitmap(self.filter_concept(value, &fpath)?, true)
-                }
-                ("concept" | "code", "child-of") | ("parent", "=") => {
-                    rules.push(ExprRule::Never);
-                    let idx = self.filter_concept(value, &fpath)?;
-                    store.children(idx).iter().map(|c| c.0).collect()
-                }
-                ("child", "=") => {
-                    rules.push(ExprRule::Never);
-                    let idx = self.filter_concept(value, &fpath)?;
-                    store.parents(idx).iter().map(|c| c.0).collect()
-                }
-                ("concept" | "code", "in") => {
-                    rules.push(ExprRule::Never);
-                    let mut b = RoaringBitmap::new();
-                    for r in value.split(',').map(str::trim) {
-                        if let Some(idx) = self.idx(r) {
-                            b |= store.refset_concepts(store.id_of(idx));
-                        }
-                    }
-                    b
-                }
-                ("concept" | "code", "=") => {
-                    rules.push(ExprRule::Never);
-                    let idx = self.filter_concept(value, &fpath)?;
-                    std::iter::once(idx.0).collect()
-                }
-                ("constraint" | "expression", "=") => {
-                    let (b, tree) = self.ecl(value)?;
-                    rules.push(ExprRule::Ecl(tree));
-                    b
-                }
-                ("inactive", "=") => {
-                    rules.push(ExprRule::Never);
-                    let active = store.active_concepts();
-                    if value == "true" {
-                        store.all_concepts() - active
-                    } else {
-                        active
-                    }
-                }
-                ("moduleId", "=") => {
-                    rules.push(ExprRule::Never);
-                    let module: u64 = value.parse().unwrap_or(0);
-                    (0..store.concept_count())
-                        .filter(|&i| store.concept(ConceptIdx(i)).module.get() == module)
-                        .collect()
-                }
-                _ => {
-                    return Err(TxError::new(
-                        ErrorKind::NotSupported,
-                        Issue::new(
-                            Severity::Error,
-                            "not-supported",
-                            Some("vs-invalid"),
-                            format!(
-                                "The filter {property} {op} {value} is not supported for SNOMED CT"
-                            ),
-                        )
-                        .at(fpath),
-                    ));
-                }
-            };
-            set = Some(match set {
-                None => bits,
-                Some(s) => s & bits,
-            });
-        }
-        let unclosed = if filters.is_empty() {
-            Some(Some(GRAMMAR.to_string()))
-        } else if expressions {
-            Some(None)
-        } else {
-            None
-        };
-        // Without filters: every concept of the edition, active or not.
-        let set = set.unwrap_or_else(|| store.all_concepts());
+        let Filtered {
+            set,
+            rules,
+            expressions,
+            unclosed,
+        } = self.filter_set(filters, path)?;
         let matcher = membership::Matcher {
             store,
             limits: Limits::default(),
@@ -693,15 +838,13 @@ impl CodeSystemProvider for SnomedProvider {
                 }
                 out
             }
-            None => {
-                let mut codes: Vec<String> = set
-                    .iter()
-                    .map(|i| store.id_of(ConceptIdx(i)).get().to_string())
-                    .collect();
-                // As tx.fhir.org lists SNOMED CT expansions: by code, as text.
-                codes.sort_unstable();
-                codes
-            }
+            // As tx.fhir.org lists SNOMED CT expansions: by code, as text.
+            None => self
+                .text_order()
+                .page(&set, 0, set.len() as usize)
+                .into_iter()
+                .map(|i| store.id_of(i).get().to_string())
+                .collect(),
         };
         Ok(Selection { codes, unclosed })
     }

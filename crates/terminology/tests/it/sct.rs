@@ -15,6 +15,8 @@ const INFERRED: &str = "900000000000011006";
 struct Fixture {
     _dir: tempfile::TempDir,
     tx: Terminology,
+    /// The same content with no practical size limit, so that whole expansions can be compared with pages.
+    unlimited: Terminology,
     rf2: Rf2,
 }
 
@@ -103,10 +105,18 @@ fn fixture() -> &'static Fixture {
         .unwrap();
         let store = std::sync::Arc::new(snomed::Store::open(&root).unwrap());
         let tx = Terminology::new(Registry::new(), Config::default())
-            .with_provider(SnomedProvider::new(store));
+            .with_provider(SnomedProvider::new(store.clone()));
+        let unlimited = Terminology::new(
+            Registry::new(),
+            Config {
+                max_expansion: usize::MAX,
+            },
+        )
+        .with_provider(SnomedProvider::new(store));
         Fixture {
             _dir: dir,
             tx,
+            unlimited,
             rf2: Rf2::read(),
         }
     })
@@ -498,4 +508,91 @@ fn text_filtered_expansion_loses_nothing_to_the_search_index() {
             "{c}"
         );
     }
+}
+
+/// `$expand` of `url` with `extra` parameters on the fixture without a size limit.
+fn expand_unlimited(url: &str, extra: &[Value]) -> Value {
+    let mut p = vec![json!({"name": "url", "valueUri": url})];
+    p.extend(extra.iter().cloned());
+    fixture()
+        .unlimited
+        .run(Operation::Expand, &Params::from_json(&parameters(&p)), None)
+        .unwrap_or_else(|e| panic!("{url} {extra:?}: {e:?}"))
+}
+
+fn contains_of(expansion: &Value) -> Vec<Value> {
+    expansion["expansion"]["contains"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn paged_expansions_are_slices_of_the_whole_expansion() {
+    // Pages come from the provider (only the page is compiled); the whole expansion from the general path
+    // (every selected concept compiled, then filtered). Both must agree code for code and element for element.
+    let ecl = |e: &str| format!("{SCT}?fhir_vs=ecl/{e}");
+    let cases: Vec<(String, Vec<Value>)> = vec![
+        (format!("{SCT}?fhir_vs"), vec![]),
+        (format!("{SCT}?fhir_vs"), vec![json!({"name": "filter", "valueString": "dis"})]),
+        (format!("{SCT}?fhir_vs"), vec![json!({"name": "filter", "valueString": "inflammation"})]),
+        (format!("{SCT}?fhir_vs"), vec![json!({"name": "activeOnly", "valueBoolean": true})]),
+        (
+            format!("{SCT}?fhir_vs"),
+            vec![
+                json!({"name": "filter", "valueString": "str"}),
+                json!({"name": "activeOnly", "valueBoolean": true}),
+                json!({"name": "includeDesignations", "valueBoolean": true}),
+            ],
+        ),
+        (format!("{SCT}?fhir_vs=isa/10200004"), vec![]),
+        (
+            format!("{SCT}?fhir_vs=isa/10200004"),
+            vec![json!({"name": "displayLanguage", "valueCode": "en-US"})],
+        ),
+        (ecl("<< 404684003 : 363698007 = << 123037004"), vec![]),
+        (ecl("< 138875005"), vec![json!({"name": "filter", "valueString": "pro"})]),
+        (ecl("<< 10200004 MINUS << 119216005"), vec![]),
+    ];
+    for (url, extra) in &cases {
+        let whole = expand_unlimited(url, extra);
+        let all = contains_of(&whole);
+        let total = whole["expansion"]["total"].as_u64().unwrap() as usize;
+        assert_eq!(all.len(), total, "{url} {extra:?}");
+        assert!(total > 0, "{url} {extra:?} selects nothing: a useless case");
+        for (offset, count) in [(0, 10), (0, 1), (3, 7), (total.saturating_sub(2), 5), (total + 5, 10), (0, 0)] {
+            let mut p = extra.clone();
+            p.push(json!({"name": "count", "valueInteger": count}));
+            p.push(json!({"name": "offset", "valueInteger": offset}));
+            let page = expand_unlimited(url, &p);
+            let what = format!("{url} {extra:?} offset {offset} count {count}");
+            assert_eq!(page["expansion"]["total"], total, "{what}");
+            assert_eq!(page["expansion"]["offset"], offset, "{what}");
+            let want: Vec<Value> = all.iter().skip(offset).take(count).cloned().collect();
+            assert_eq!(contains_of(&page), want, "{what}");
+            // The same page through the size-limited service: paging is not refused.
+            let limited = fixture()
+                .tx
+                .run(Operation::Expand, &Params::from_json(&parameters(&[
+                    vec![json!({"name": "url", "valueUri": url})], p.clone()].concat())), None)
+                .unwrap();
+            assert_eq!(contains_of(&limited), want, "{what} (limited)");
+        }
+    }
+}
+
+#[test]
+fn cached_pages_equal_the_first_answer() {
+    // The second request of the same include is served from the provider's cache of evaluated includes.
+    let url = format!("{SCT}?fhir_vs=ecl/<< 404684003");
+    let p = [
+        json!({"name": "count", "valueInteger": 5}),
+        json!({"name": "offset", "valueInteger": 2}),
+        json!({"name": "filter", "valueString": "dis"}),
+    ];
+    let first = expand_unlimited(&url, &p);
+    let again = expand_unlimited(&url, &p);
+    assert_eq!(first["expansion"]["total"], again["expansion"]["total"]);
+    assert_eq!(contains_of(&first), contains_of(&again));
+    assert!(!contains_of(&first).is_empty());
 }
