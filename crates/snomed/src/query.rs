@@ -110,27 +110,39 @@ impl Store {
     ) -> Result<Vec<SearchHit>, SearchError> {
         let mut hits = Vec::with_capacity(req.max_hits.min(1024));
         let mut seen: HashSet<(u32, String)> = HashSet::new();
+        let descs = self.descs();
         self.search_index().walk(tokens, fuzzy, req.max_hits, |d| {
-            let desc = self.description(d);
-            let kind_ok = if req.kinds.is_empty() {
-                matches!(desc.kind, DescriptionKind::Fsn | DescriptionKind::Synonym)
-            } else {
-                req.kinds.contains(&desc.kind)
+            // The raw record decides; the term is decoded only to drop duplicates (a search without early exit
+            // visits every matching description).
+            let rec = &descs[d.0 as usize];
+            let kind = match rec.kind {
+                0 => DescriptionKind::Fsn,
+                1 => DescriptionKind::Synonym,
+                2 => DescriptionKind::Definition,
+                _ => DescriptionKind::Other,
             };
+            let kind_ok = if req.kinds.is_empty() {
+                matches!(kind, DescriptionKind::Fsn | DescriptionKind::Synonym)
+            } else {
+                req.kinds.contains(&kind)
+            };
+            let concept = ConceptIdx(rec.concept);
             if !kind_ok
-                || !(req.inactive_descriptions || desc.active)
-                || !self.concept_passes(desc.concept, req, is_a)
+                || !(req.inactive_descriptions || rec.active == 1)
+                || !self.concept_passes(concept, req, is_a)
             {
                 return false;
             }
-            if req.remove_duplicates && !seen.insert((desc.concept.0, desc.term.to_lowercase())) {
+            if req.remove_duplicates
+                && !seen.insert((concept.0, self.description(d).term.to_lowercase()))
+            {
                 return false;
             }
             hits.push(SearchHit {
                 description: d,
-                description_id: desc.id,
-                concept: desc.concept,
-                concept_id: desc.concept_id,
+                description_id: SctId::new_unchecked(rec.id),
+                concept,
+                concept_id: self.id_of(concept),
             });
             true
         })?;

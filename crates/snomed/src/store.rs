@@ -482,7 +482,7 @@ impl Store {
     fn rels(&self) -> &[RelRec] {
         self.sec(Section::Relationships)
     }
-    fn descs(&self) -> &[DescRec] {
+    pub(crate) fn descs(&self) -> &[DescRec] {
         self.sec(Section::Descriptions)
     }
     fn members(&self) -> &[MemberRec] {
@@ -785,20 +785,32 @@ impl Store {
         let slots: &[LangRefsetRec] = self.sec(Section::LangRefsets);
         let lang_off: &[u32] = self.sec(Section::LangOff);
         let lang: &[LangRec] = self.sec(Section::Lang);
+        let off: &[u32] = self.sec(Section::DescByConceptOff);
+        let range = off[idx.0 as usize]..off[idx.0 as usize + 1];
+        let descs = self.descs();
+        // The record's kind byte, as `description` reads it.
+        let kind: u8 = match kind {
+            DescriptionKind::Fsn => 0,
+            DescriptionKind::Synonym => 1,
+            DescriptionKind::Definition => 2,
+            DescriptionKind::Other => 3,
+        };
         for refset in refsets {
             let Some(slot) = slots.iter().position(|s| s.refset == refset.get()) else {
                 continue;
             };
-            let found = self.descriptions(idx).find(|d| {
-                d.active
-                    && d.kind == kind
-                    && lang[lang_off[d.idx.0 as usize] as usize
-                        ..lang_off[d.idx.0 as usize + 1] as usize]
+            // Tested on the raw records: only the description found has its term decoded (text filters of
+            // expansions ask this of every candidate concept).
+            let found = range.clone().find(|&d| {
+                let r = &descs[d as usize];
+                r.active == 1
+                    && r.kind == kind
+                    && lang[lang_off[d as usize] as usize..lang_off[d as usize + 1] as usize]
                         .iter()
                         .any(|l| l.refset_slot as usize == slot && l.acceptability == 1)
             });
-            if found.is_some() {
-                return found;
+            if let Some(d) = found {
+                return Some(self.description(DescriptionIdx(d)));
             }
         }
         None
