@@ -7,6 +7,7 @@ use crate::expand::{Entry, evaluate, vs_canonical};
 use crate::params::Params;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Parameters echoed into `expansion.parameter` when the request carries them.
 const ECHOED: &[&str] = &[
@@ -54,8 +55,76 @@ const KEPT: &[&str] = &[
     "publisher",
 ];
 
-/// ValueSet/$expand.
-pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
+/// A value set evaluated for `$expand`, before paging and rendering: what the expansion cache keeps.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    vs: Arc<Value>,
+    /// The evaluation's findings (its code set moved to `entries`).
+    ev: crate::expand::Evaluated,
+    /// The codes after `activeOnly` and the text filter (only the page when `prepaged`).
+    entries: Vec<Entry>,
+    total: usize,
+    /// A provider paged the include: `entries` is the requested page.
+    prepaged: bool,
+    /// Parameters the content decided (version rules used, code systems and value sets used, status
+    /// warnings, versionsMatch), echoed in the expansion.
+    content_params: Vec<Value>,
+}
+
+impl Prepared {
+    /// A rough size for the cache's byte bound: entries dominate (their strings, and the concepts a
+    /// provider compiled for them).
+    fn bytes(&self) -> usize {
+        1024 + self.entries.len() * 512
+    }
+}
+
+/// The service's cache of evaluated value sets.
+pub(crate) type ExpansionCache = crate::cache::Lru<Prepared>;
+
+/// The cache key of an expansion request, None when it must not be cached: the request brings content of its
+/// own (`tx-resource`, a `valueSet`), or names an implicit value set (its definition is dated now, and a
+/// provider caches what it evaluates itself). `count` and `offset` are left out, since every page is cut
+/// from the same evaluation, except whether a count is given (without one, size limits apply).
+fn cache_key(params: &Params) -> Option<String> {
+    let mut kept = Vec::new();
+    for p in params.entries() {
+        let name = p["name"].as_str().unwrap_or_default();
+        match name {
+            "tx-resource" | "valueSet" => return None,
+            "url" if p.to_string().contains("?fhir_vs") => return None,
+            "count" | "offset" => {}
+            _ => kept.push(p),
+        }
+    }
+    Some(format!(
+        "{}|{}",
+        params.has("count"),
+        Value::Array(kept.into_iter().cloned().collect())
+    ))
+}
+
+/// ValueSet/$expand; `cache` keeps evaluated value sets for later requests with the same parameters.
+pub fn expand(
+    ctx: &Ctx<'_>,
+    params: &Params,
+    cache: Option<&ExpansionCache>,
+) -> Result<Value, TxError> {
+    let key = cache.and_then(|_| cache_key(params));
+    if let (Some(cache), Some(key)) = (cache, &key)
+        && let Some(prepared) = cache.get(key)
+    {
+        return render(ctx, params, &prepared);
+    }
+    let prepared = Arc::new(prepare(ctx, params)?);
+    if let (Some(cache), Some(key), false) = (cache, key, prepared.prepaged) {
+        cache.put(key, prepared.clone(), prepared.bytes());
+    }
+    render(ctx, params, &prepared)
+}
+
+/// Evaluates the requested value set and applies `activeOnly` and the text filter.
+fn prepare(ctx: &Ctx<'_>, params: &Params) -> Result<Prepared, TxError> {
     let vs = ctx.requested_value_set(params)?;
     let opts = &ctx.opts;
     // A provider that pages its include hands over the page alone (`prepaged`) and the total.
@@ -70,24 +139,88 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
             }
             if let Some(f) = &opts.filter {
                 let f = f.to_lowercase();
-                entries.retain(|e| {
-                    text_matches(&e.code, &display_of(ctx, e).unwrap_or_default(), &f)
-                });
+                entries
+                    .retain(|e| text_matches(&e.code, &display_of(ctx, e).unwrap_or_default(), &f));
             }
             let total = entries.len();
             (ev, entries, total, false)
         }
     };
-    if opts.count.is_none() && total > ctx.max_expansion {
-        return Err(TxError::new(
-            ErrorKind::TooCostly,
-            too_costly(&vs_canonical(&vs), ctx.max_expansion),
-        ));
-    }
     // Codes say which version they come from when the value set uses several versions of their system.
     let versioned = systems_in_several_versions(&vs, &ev.used_cs);
     for e in entries.iter_mut() {
         e.show_version = versioned.contains(&e.system);
+    }
+    let mut content_params = Vec::new();
+    // Version rules are echoed when they shaped the expansion: a default or a check when it chose the
+    // version of an unversioned include (a forced version always, from the request).
+    for (name, canonical) in ctx.used_version_rules.borrow().iter() {
+        content_params.push(json!({"name": name, "valueUri": canonical}));
+    }
+    for u in &ev.used_cs {
+        content_params.push(json!({"name": "used-codesystem", "valueUri": u}));
+    }
+    for u in &ev.used_supplements {
+        content_params.push(json!({"name": "used-supplement", "valueUri": u}));
+    }
+    // Content used with a status worth a warning: `warning-<status>` with its canonical.
+    let root_label = crate::validate::status_label(&vs);
+    // The requested value set itself only warns when it is deprecated or withdrawn, not for being draft.
+    if let Some(label @ ("deprecated" | "withdrawn")) = root_label {
+        content_params
+            .push(json!({"name": format!("warning-{label}"), "valueUri": vs_canonical(&vs)}));
+    }
+    for u in &ev.used_cs {
+        let (url, version) = crate::context::split_canonical(u);
+        // Only the status elements are read: the concepts (98k for ICD-10-CM) are not worth a copy.
+        let label = ctx
+            .find_cs(url, version)
+            .and_then(|cs| crate::validate::status_label(&cs.resource).map(str::to_string));
+        if let Some(label) = label {
+            content_params.push(json!({"name": format!("warning-{label}"), "valueUri": u}));
+        }
+    }
+    for u in &ev.used_vs {
+        let label = ctx
+            .find_vs(u)
+            .and_then(|v| crate::validate::status_label(&v).map(str::to_string));
+        if let Some(label) = label {
+            content_params.push(json!({"name": format!("warning-{label}"), "valueUri": u}));
+        }
+    }
+    if ev.versions_match {
+        content_params.push(json!({"name": "versionsMatch", "valueBoolean": true}));
+    }
+    for u in &ev.used_vs {
+        content_params.push(json!({"name": "used-valueset", "valueUri": u}));
+    }
+    Ok(Prepared {
+        vs,
+        ev,
+        entries,
+        total,
+        prepaged,
+        content_params,
+    })
+}
+
+/// The expansion resource of a prepared value set: the size limit, the page, the parameters.
+fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, TxError> {
+    let Prepared {
+        vs,
+        ev,
+        entries,
+        total,
+        prepaged,
+        content_params,
+    } = prepared;
+    let (total, prepaged) = (*total, *prepaged);
+    let opts = &ctx.opts;
+    if opts.count.is_none() && total > ctx.max_expansion {
+        return Err(TxError::new(
+            ErrorKind::TooCostly,
+            too_costly(&vs_canonical(vs), ctx.max_expansion),
+        ));
     }
     let offset = opts.offset.unwrap_or(0);
     let paged = opts.count.is_some() || offset > 0;
@@ -95,7 +228,7 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     let contains = if prepaged {
         entries.iter().map(|e| render_entry(ctx, e)).collect()
     } else if nest {
-        render_nested(ctx, &entries)
+        render_nested(ctx, entries)
     } else {
         entries
             .iter()
@@ -111,49 +244,10 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
             parameters.push(p.clone());
         }
     }
-    // Version rules are echoed when they shaped the expansion: a forced version always, a default or a check
-    // when it chose the version of an unversioned include.
     for (u, v) in &opts.force_versions {
         parameters.push(json!({"name": "force-system-version", "valueUri": format!("{u}|{v}")}));
     }
-    for (name, canonical) in ctx.used_version_rules.borrow().iter() {
-        parameters.push(json!({"name": name, "valueUri": canonical}));
-    }
-    for u in &ev.used_cs {
-        parameters.push(json!({"name": "used-codesystem", "valueUri": u}));
-    }
-    for u in &ev.used_supplements {
-        parameters.push(json!({"name": "used-supplement", "valueUri": u}));
-    }
-    // Content used with a status worth a warning: `warning-<status>` with its canonical.
-    let mut used: Vec<(String, Option<Value>)> =
-        vec![(vs_canonical(&vs), Some(vs.as_ref().clone()))];
-    for u in &ev.used_cs {
-        let (url, version) = crate::context::split_canonical(u);
-        used.push((
-            u.clone(),
-            // Only the status elements are read: the concepts (98k for ICD-10-CM) are not worth a copy.
-            ctx.find_cs(url, version)
-                .map(|cs| without_concepts(&cs.resource)),
-        ));
-    }
-    for u in &ev.used_vs {
-        used.push((u.clone(), ctx.find_vs(u).map(|v| v.as_ref().clone())));
-    }
-    for (n, (canonical, resource)) in used.into_iter().enumerate() {
-        let label = resource.as_ref().and_then(crate::validate::status_label);
-        // The requested value set itself only warns when it is deprecated or withdrawn, not for being draft.
-        let root_note = matches!(label, Some("deprecated" | "withdrawn"));
-        if let (Some(label), true) = (label, n > 0 || root_note) {
-            parameters.push(json!({"name": format!("warning-{label}"), "valueUri": canonical}));
-        }
-    }
-    if ev.versions_match {
-        parameters.push(json!({"name": "versionsMatch", "valueBoolean": true}));
-    }
-    for u in &ev.used_vs {
-        parameters.push(json!({"name": "used-valueset", "valueUri": u}));
-    }
+    parameters.extend(content_params.iter().cloned());
     // tx.fhir.org lists them by name (designations by value).
     parameters.sort_by(|a, b| {
         let key = |p: &Value| {
@@ -197,7 +291,7 @@ pub fn expand(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
             .min(entries.len());
         &entries[start..end]
     } else {
-        &entries
+        entries
     };
     let props = property_declarations(ctx, shown);
     ext.extend(props.iter().map(|p| r5_extension("property", p)));
@@ -246,7 +340,11 @@ fn provider_page(
         return Ok(None);
     };
     let compose = &vs["compose"];
-    let [inc] = compose["include"].as_array().map(Vec::as_slice).unwrap_or(&[]) else {
+    let [inc] = compose["include"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+    else {
         return Ok(None);
     };
     let excludes = compose["exclude"].as_array().is_some_and(|a| !a.is_empty());
@@ -740,19 +838,6 @@ fn render_nested(ctx: &Ctx<'_>, entries: &[Entry]) -> Vec<Value> {
         .into_iter()
         .map(|n| build(ctx, entries, &children, n))
         .collect()
-}
-
-/// A CodeSystem resource's top-level elements without its `concept` tree.
-fn without_concepts(resource: &Value) -> Value {
-    match resource.as_object() {
-        Some(o) => Value::Object(
-            o.iter()
-                .filter(|(k, _)| k.as_str() != "concept")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        None => resource.clone(),
-    }
 }
 
 /// The issue of an expansion refused for its size; `name` is how the value set is named in the message.

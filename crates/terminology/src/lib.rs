@@ -24,6 +24,7 @@
 //! ```
 
 mod bundle;
+mod cache;
 mod codesystem;
 mod context;
 mod csv;

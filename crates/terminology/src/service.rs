@@ -14,12 +14,18 @@ use std::sync::Arc;
 pub struct Config {
     /// The largest expansion returned without paging (`count`); larger ones are refused as too costly.
     pub max_expansion: usize,
+    /// Evaluated value sets kept for later `$expand` requests with the same parameters (0: no cache).
+    pub expansion_cache_entries: usize,
+    /// The byte budget of that cache (estimated from the codes held).
+    pub expansion_cache_bytes: usize,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
             max_expansion: 1000,
+            expansion_cache_entries: 1024,
+            expansion_cache_bytes: 64 << 20,
         }
     }
 }
@@ -45,20 +51,33 @@ pub enum Operation {
 }
 
 /// The terminology service over a fixed set of content.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Terminology {
     registry: Registry,
     config: Config,
     providers: Vec<Arc<dyn CodeSystemProvider>>,
+    /// Evaluated value sets of earlier expansions. The content is fixed once served (registry and providers
+    /// are never changed after start), so an entry is stale only if the request brought content of its own,
+    /// and such requests are never cached.
+    expansions: crate::expansion::ExpansionCache,
+}
+
+impl Default for Terminology {
+    fn default() -> Self {
+        Terminology::new(Registry::new(), Config::default())
+    }
 }
 
 impl Terminology {
     /// A service over `registry`.
     pub fn new(registry: Registry, config: Config) -> Self {
+        let expansions =
+            crate::cache::Lru::new(config.expansion_cache_entries, config.expansion_cache_bytes);
         Terminology {
             registry,
             config,
             providers: Vec::new(),
+            expansions,
         }
     }
 
@@ -71,6 +90,11 @@ impl Terminology {
     /// The code systems served by providers.
     pub fn providers(&self) -> &[Arc<dyn CodeSystemProvider>] {
         &self.providers
+    }
+
+    /// Entries and estimated bytes held by the expansion cache.
+    pub fn expansion_cache_usage(&self) -> (usize, usize) {
+        self.expansions.usage()
     }
 
     /// The loaded content.
@@ -104,14 +128,14 @@ impl Terminology {
             Operation::Expand => {
                 let defaults = expansion_defaults(&ctx, params, accept_language);
                 if defaults.is_empty() {
-                    crate::expansion::expand(&ctx, params)
+                    crate::expansion::expand(&ctx, params, Some(&self.expansions))
                 } else {
                     let mut params = params.clone();
                     for d in defaults {
                         params.push(d);
                     }
                     let ctx = self.context(&params, accept_language);
-                    crate::expansion::expand(&ctx, &params)
+                    crate::expansion::expand(&ctx, &params, Some(&self.expansions))
                 }
             }
             Operation::ValidateVs => match validation_language(&ctx, params, accept_language) {

@@ -45,12 +45,15 @@ pub struct SnomedProvider {
     active: RoaringBitmap,
     /// Concepts in expansion order, built on the first expansion that pages (a sort of every SCTID).
     text_order: OnceLock<paging::TextOrder>,
-    /// Evaluated includes of recent expansions.
-    matches: paging::MatchCache,
+    /// Evaluated includes of recent expansions, by their definition (filters, text filter, activeOnly,
+    /// languages): ECL or a text search over the edition costs milliseconds, a page of a cached set
+    /// microseconds. They depend on the immutable store alone, so they are never stale.
+    matches: crate::cache::Lru<paging::Matched>,
 }
 
-/// Bounds of the cache of evaluated includes: a full-scale edition's largest sets are ~50 KB as bitmaps.
-const MATCH_CACHE_ENTRIES: usize = 1024;
+/// Bounds of the cache of evaluated includes: a full-scale edition's largest sets are ~50 KB as bitmaps, a
+/// text filter's a few KB; the entries cover a typeahead's working set of prefixes.
+const MATCH_CACHE_ENTRIES: usize = 4096;
 const MATCH_CACHE_BYTES: usize = 64 << 20;
 
 impl std::fmt::Debug for SnomedProvider {
@@ -100,7 +103,7 @@ impl SnomedProvider {
             me: me.clone(),
             shell,
             text_order: OnceLock::new(),
-            matches: paging::MatchCache::new(MATCH_CACHE_ENTRIES, MATCH_CACHE_BYTES),
+            matches: crate::cache::Lru::new(MATCH_CACHE_ENTRIES, MATCH_CACHE_BYTES),
         })
     }
 
@@ -440,6 +443,8 @@ impl SnomedProvider {
                 let mut search = snomed::SearchRequest::new(text);
                 search.max_hits = usize::MAX;
                 search.inactive_concepts = true;
+                // A display is an active description: inactive ones cannot make a concept pass.
+                search.inactive_descriptions = false;
                 // Every concept selected: no constraint to test per hit.
                 let everything = set.len() == u64::from(store.concept_count());
                 if !everything {
@@ -749,11 +754,15 @@ impl CodeSystemProvider for SnomedProvider {
         path: &str,
     ) -> Option<Result<Page, TxError>> {
         // A filter without letters matches codes by prefix: the generic path handles it.
-        if req.text.is_some_and(|t| !t.chars().any(char::is_alphabetic)) {
+        if req
+            .text
+            .is_some_and(|t| !t.chars().any(char::is_alphabetic))
+        {
             return None;
         }
-        let key = serde_json::to_string(&json!([filters, req.text, req.active_only, req.languages]))
-            .unwrap_or_default();
+        let key =
+            serde_json::to_string(&json!([filters, req.text, req.active_only, req.languages]))
+                .unwrap_or_default();
         let matched = match self.matches.get(&key) {
             Some(m) => m,
             None => {
@@ -761,7 +770,7 @@ impl CodeSystemProvider for SnomedProvider {
                     Ok(m) => Arc::new(m),
                     Err(e) => return Some(Err(e)),
                 };
-                self.matches.put(key, m.clone());
+                self.matches.put(key, m.clone(), m.set.serialized_size());
                 m
             }
         };

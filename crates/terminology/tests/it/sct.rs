@@ -110,6 +110,7 @@ fn fixture() -> &'static Fixture {
             Registry::new(),
             Config {
                 max_expansion: usize::MAX,
+                ..Config::default()
             },
         )
         .with_provider(SnomedProvider::new(store));
@@ -534,9 +535,18 @@ fn paged_expansions_are_slices_of_the_whole_expansion() {
     let ecl = |e: &str| format!("{SCT}?fhir_vs=ecl/{e}");
     let cases: Vec<(String, Vec<Value>)> = vec![
         (format!("{SCT}?fhir_vs"), vec![]),
-        (format!("{SCT}?fhir_vs"), vec![json!({"name": "filter", "valueString": "dis"})]),
-        (format!("{SCT}?fhir_vs"), vec![json!({"name": "filter", "valueString": "inflammation"})]),
-        (format!("{SCT}?fhir_vs"), vec![json!({"name": "activeOnly", "valueBoolean": true})]),
+        (
+            format!("{SCT}?fhir_vs"),
+            vec![json!({"name": "filter", "valueString": "dis"})],
+        ),
+        (
+            format!("{SCT}?fhir_vs"),
+            vec![json!({"name": "filter", "valueString": "inflammation"})],
+        ),
+        (
+            format!("{SCT}?fhir_vs"),
+            vec![json!({"name": "activeOnly", "valueBoolean": true})],
+        ),
         (
             format!("{SCT}?fhir_vs"),
             vec![
@@ -551,7 +561,10 @@ fn paged_expansions_are_slices_of_the_whole_expansion() {
             vec![json!({"name": "displayLanguage", "valueCode": "en-US"})],
         ),
         (ecl("<< 404684003 : 363698007 = << 123037004"), vec![]),
-        (ecl("< 138875005"), vec![json!({"name": "filter", "valueString": "pro"})]),
+        (
+            ecl("< 138875005"),
+            vec![json!({"name": "filter", "valueString": "pro"})],
+        ),
         (ecl("<< 10200004 MINUS << 119216005"), vec![]),
     ];
     for (url, extra) in &cases {
@@ -560,7 +573,14 @@ fn paged_expansions_are_slices_of_the_whole_expansion() {
         let total = whole["expansion"]["total"].as_u64().unwrap() as usize;
         assert_eq!(all.len(), total, "{url} {extra:?}");
         assert!(total > 0, "{url} {extra:?} selects nothing: a useless case");
-        for (offset, count) in [(0, 10), (0, 1), (3, 7), (total.saturating_sub(2), 5), (total + 5, 10), (0, 0)] {
+        for (offset, count) in [
+            (0, 10),
+            (0, 1),
+            (3, 7),
+            (total.saturating_sub(2), 5),
+            (total + 5, 10),
+            (0, 0),
+        ] {
             let mut p = extra.clone();
             p.push(json!({"name": "count", "valueInteger": count}));
             p.push(json!({"name": "offset", "valueInteger": offset}));
@@ -573,8 +593,13 @@ fn paged_expansions_are_slices_of_the_whole_expansion() {
             // The same page through the size-limited service: paging is not refused.
             let limited = fixture()
                 .tx
-                .run(Operation::Expand, &Params::from_json(&parameters(&[
-                    vec![json!({"name": "url", "valueUri": url})], p.clone()].concat())), None)
+                .run(
+                    Operation::Expand,
+                    &Params::from_json(&parameters(
+                        &[vec![json!({"name": "url", "valueUri": url})], p.clone()].concat(),
+                    )),
+                    None,
+                )
                 .unwrap();
             assert_eq!(contains_of(&limited), want, "{what} (limited)");
         }

@@ -40,7 +40,13 @@ pub fn load_service(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "terminology ready"
     );
-    let mut tx = terminology::Terminology::new(registry, terminology::Config { max_expansion });
+    let mut tx = terminology::Terminology::new(
+        registry,
+        terminology::Config {
+            max_expansion,
+            ..Default::default()
+        },
+    );
     if let Some(store) = snomed {
         let provider = terminology::SnomedProvider::new(store);
         tracing::info!(version = %terminology::CodeSystemProvider::version(&*provider), "SNOMED CT served by the FHIR terminology API");
