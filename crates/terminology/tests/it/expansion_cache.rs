@@ -90,8 +90,10 @@ fn cached_answers_equal_uncached_ones() {
         vec![url("http://terminology.hl7.org/ValueSet/v3-ActCode")],
         vec![url("http://hl7.org/fhir/ValueSet/no-such-value-set")],
     ];
+    let mut answered = 0;
     for params in &cases {
         let uncached = expand(&s.uncached, params);
+        answered += usize::from(uncached.is_ok());
         assert_eq!(s.uncached.expansion_cache_usage().0, 0);
         for round in 0..3 {
             let cached = expand(&s.cached, params);
@@ -104,8 +106,9 @@ fn cached_answers_equal_uncached_ones() {
             }
         }
     }
-    // The answers above came from the cache (the failed expansion left nothing in it).
-    assert!(s.cached.expansion_cache_usage().0 >= cases.len() - 1);
+    // The answers above came from the cache (failed evaluations leave nothing in it).
+    let usage = s.cached.expansion_cache_usage();
+    assert!(answered >= 5 && usage.0 >= answered, "{answered} {usage:?}");
 }
 
 #[test]
