@@ -151,6 +151,8 @@ pub struct Evaluated {
     pub used_supplements: Vec<String>,
     /// `url|version` of each value set imported.
     pub used_vs: Vec<String>,
+    /// `url|version` of each code system used that is only a fragment (`content: fragment`).
+    pub used_fragments: Vec<String>,
     /// Warnings met on the way.
     pub issues: Vec<Issue>,
     /// Codes of different versions of one code system were merged (`versionsMatch`).
@@ -404,6 +406,18 @@ fn evaluate_include(
         }
         let cs = resolve_include_cs(ctx, system, inc["version"].as_str(), supplements)?;
         let used = cs.versioned_url();
+        if cs.content == Content::Fragment {
+            if !out.used_fragments.contains(&used) {
+                out.used_fragments.push(used.clone());
+            }
+            // Codes of the whole system (or a filter over it) may lie outside the fragment we hold.
+            if inc.get("concept").is_none() {
+                out.unclosed = Some(Some(format!(
+                    "This extension is based on a fragment of the code system {}",
+                    cs.url
+                )));
+            }
+        }
         if !out.used_cs.contains(&used) {
             out.used_cs.push(used);
         }
@@ -496,16 +510,38 @@ fn evaluate_include(
             });
             let is_contained = contained.is_some();
             let Some(imported) = contained.or_else(|| ctx.find_vs(canonical)) else {
-                let (url, version) = split_canonical(canonical);
-                let text = match version {
-                    Some(ver) => {
-                        format!("Unable to find included value set '{url}' version '{ver}'")
-                    }
-                    None => {
-                        format!("A definition for the value Set '{canonical}' could not be found")
-                    }
+                let (url, stated) = split_canonical(canonical);
+                // A versionless import is pinned by `default-valueset-version` when the request names one.
+                let pinned = ctx
+                    .opts
+                    .default_vs_versions
+                    .iter()
+                    .find(|(u, _)| u == url)
+                    .map(|(_, v)| v.as_str());
+                // tx.fhir.org's validator and expander word a missing pinned import differently.
+                let issue = match (stated, pinned) {
+                    (None, Some(ver)) if ctx.lenient_includes.get() => Issue::new(
+                        Severity::Error,
+                        "not-found",
+                        Some("not-found"),
+                        format!("A definition for the value Set '{url}|{ver}' could not be found"),
+                    )
+                    .with_id("Unable_to_resolve_value_Set_"),
+                    (Some(ver), _) | (None, Some(ver)) => Issue::new(
+                        Severity::Error,
+                        "not-found",
+                        Some("not-found"),
+                        format!("Unable to find included value set '{url}' version '{ver}'"),
+                    )
+                    .with_id("VS_EXP_IMPORT_UNK_PINNED"),
+                    (None, None) => Issue::new(
+                        Severity::Error,
+                        "not-found",
+                        Some("not-found"),
+                        format!("A definition for the value Set '{canonical}' could not be found"),
+                    )
+                    .with_id("Unable_to_resolve_value_Set_"),
                 };
-                let issue = Issue::new(Severity::Error, "not-found", Some("not-found"), text);
                 if ctx.lenient_includes.get() {
                     // Validation answers "not valid" and says why.
                     out.unresolved.push(issue);
@@ -532,14 +568,25 @@ fn evaluate_include(
                     out.used_supplements.push(u);
                 }
             }
+            for u in ev.used_fragments {
+                if !out.used_fragments.contains(&u) {
+                    out.used_fragments.push(u);
+                }
+            }
             out.issues.extend(ev.issues);
             if ev.unclosed.is_some() {
                 out.unclosed = ev.unclosed;
             }
+            // An imported value set contributes its codes, not its code system's hierarchy: tx.fhir.org lists
+            // them flat.
+            let mut imported_set = ev.set;
+            for e in imported_set.entries.iter_mut() {
+                e.hierarchical = false;
+            }
             result = Some(match result {
-                None => ev.set,
+                None => imported_set,
                 Some(mut s) => {
-                    s.retain(|e| ev.set.contains(&e.system, &e.code));
+                    s.retain(|e| imported_set.contains(&e.system, &e.code));
                     s
                 }
             });

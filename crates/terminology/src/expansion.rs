@@ -163,6 +163,9 @@ fn prepare(ctx: &Ctx<'_>, params: &Params) -> Result<Prepared, TxError> {
     for u in &ev.used_supplements {
         content_params.push(json!({"name": "used-supplement", "valueUri": u}));
     }
+    for u in &ev.used_fragments {
+        content_params.push(json!({"name": "used-fragment", "valueUri": u}));
+    }
     // Content used with a status worth a warning: `warning-<status>` with its canonical.
     let root_label = crate::validate::status_label(&vs);
     // The requested value set itself only warns when it is deprecated or withdrawn, not for being draft.
@@ -240,7 +243,12 @@ fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, 
 
     let mut parameters = Vec::new();
     for p in params.entries() {
-        if p["name"].as_str().is_some_and(|n| ECHOED.contains(&n)) {
+        if p["name"] == "default-valueset-version" {
+            // Echoed as a uri, whichever type the request used (tx.fhir.org does the same).
+            if let Some(v) = crate::params::primitive(p) {
+                parameters.push(json!({"name": "default-valueset-version", "valueUri": v}));
+            }
+        } else if p["name"].as_str().is_some_and(|n| ECHOED.contains(&n)) {
             parameters.push(p.clone());
         }
     }
@@ -583,12 +591,14 @@ fn entry_properties(ctx: &Ctx<'_>, e: &Entry) -> Vec<Value> {
 }
 
 /// The status an expansion shows unasked for a concept of a FHIR code system: the value of its
-/// `standards-status` extension, else `deprecated` for a concept whose status property says so.
+/// `standards-status` extension, else `deprecated` for a concept whose status property says so, else any other
+/// status property that is not `active` (`retired`), as tx.fhir.org shows them.
 fn retired_status(c: &crate::codesystem::Concept) -> Option<String> {
     find_extension(&c.extensions, crate::codesystem::STANDARDS_STATUS)
         .and_then(|e| e["valueCode"].as_str())
         .map(str::to_string)
         .or_else(|| c.is_deprecated().then(|| "deprecated".to_string()))
+        .or_else(|| c.status().filter(|s| s != "active"))
 }
 
 /// `expansion.property`: the requested properties, and the ones the shown concepts carry unasked, in the

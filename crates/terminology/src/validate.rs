@@ -71,6 +71,10 @@ struct Check {
     in_vs: bool,
     /// The code system's own form of a code matched without regard to case.
     normalized_code: Option<String>,
+    /// The code is not in the code system, which is only a fragment: it may be a code of the full system.
+    unknown_in_fragment: bool,
+    /// The value set could not be evaluated (an import is missing): nothing can be said of the code.
+    vs_unresolved: bool,
 }
 
 fn read_codings(params: &Params) -> Result<(Vec<Coding>, Option<Value>, bool), TxError> {
@@ -248,6 +252,14 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         let mut inactive_excluded = false;
         if let Some(cs) = &cs {
             check_in_cs(ctx, cs, &coding, &mut check);
+            // A code we cannot find in a fragment may still belong to a value set that takes the whole code
+            // system: it is given the benefit of the doubt (the fragment warning says so), as tx.fhir.org does.
+            if check.unknown_in_fragment && includes_whole_system(&vs, &system) {
+                in_vs = true;
+            }
+            if in_vs && let Some(i) = deprecated_in_vs(&ev, &system, &coding, &vs_label) {
+                check.issues.push(i);
+            }
             // activeOnly: an inactive code is outside the value set.
             if check.inactive && ctx.opts.active_only == Some(true) && in_vs {
                 inactive_excluded = true;
@@ -263,6 +275,7 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
             check.issues = ev.unresolved.clone();
             check.ok = false;
             check.in_vs = true;
+            check.vs_unresolved = true;
             checks.push(check);
             continue;
         }
@@ -314,7 +327,66 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     if let (Some(i), Some(first)) = (status_issue(&vs, "ValueSet"), checks.first_mut()) {
         first.issues.push(i);
     }
+    // Value sets imported on the way deserve the same notes as the one asked about.
+    for u in &ev.used_vs {
+        let imported = ctx.find_vs(u);
+        if let (Some(i), Some(first)) = (
+            imported.and_then(|v| status_issue(&v, "ValueSet")),
+            checks.first_mut(),
+        ) {
+            first.issues.push(i);
+        }
+    }
     Ok(render(ctx, checks, cc, is_cc, Some(&vs_label)))
+}
+
+/// The warning for a code that the value set itself marks as deprecated (the `valueset-deprecated` extension or a
+/// standards status of `deprecated` on its concept reference), whatever its status in the code system.
+fn deprecated_in_vs(
+    ev: &crate::expand::Evaluated,
+    system: &str,
+    coding: &Coding,
+    vs_label: &str,
+) -> Option<Issue> {
+    let entry = ev
+        .set
+        .entries
+        .iter()
+        .find(|e| e.system == system && e.code == coding.code)?;
+    let deprecated = entry.vs_extensions.iter().any(|x| match x["url"].as_str() {
+        Some("http://hl7.org/fhir/StructureDefinition/valueset-deprecated") => {
+            x["valueBoolean"] == Value::Bool(true) || x["valueCode"] == "true"
+        }
+        Some("http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status") => {
+            x["valueCode"] == "deprecated"
+        }
+        _ => false,
+    });
+    deprecated.then(|| {
+        Issue::new(
+            Severity::Warning,
+            "business-rule",
+            Some("code-comment"),
+            format!(
+                "The presence of the concept '{}' in the system '{system}' in the value set {vs_label} is marked with a status of deprecated and its use should be reviewed",
+                coding.code
+            ),
+        )
+        .with_id("CONCEPT_DEPRECATED_IN_VALUESET")
+        .at(coding.expr("code"))
+    })
+}
+
+/// Whether the value set includes every code of `system` (an include of the system without concepts or filters).
+fn includes_whole_system(vs: &Value, system: &str) -> bool {
+    vs["compose"]["include"].as_array().is_some_and(|a| {
+        a.iter().any(|i| {
+            i["system"] == system
+                && i.get("concept").is_none()
+                && i.get("filter").is_none()
+                && i.get("valueSet").is_none()
+        })
+    })
 }
 
 /// The version of the coding's code system the value set asks for: the include's version (preferring an include
@@ -660,9 +732,11 @@ fn check_in_cs(ctx: &Ctx<'_>, cs: &CodeSystem, coding: &Coding, check: &mut Chec
                         cs.version.as_deref().unwrap_or("")
                     ),
                 )
+                .with_id("UNKNOWN_CODE_IN_FRAGMENT")
                 .at(coding.expr("code")),
             );
             check.ok = true;
+            check.unknown_in_fragment = true;
             return;
         }
         // A provider may name its version for people: "... version '<edition URI>' (International Edition)".
@@ -984,11 +1058,13 @@ fn render(
         }
     }
     if let Some(c) = checks.get(main) {
-        let shown = !is_cc || ok || c.in_vs;
+        // A CodeableConcept checked against a value set that could not be evaluated is echoed alone: none of
+        // its codings was looked at closely enough to report one.
+        let shown = (!is_cc || ok || c.in_vs) && !(is_cc && c.vs_unresolved);
         if let (Some(code), true) = (&c.code, shown) {
             out.push(json!({"name": "code", "valueCode": code}));
         }
-        if let Some(d) = &c.display {
+        if let (Some(d), false) = (&c.display, is_cc && c.vs_unresolved) {
             out.push(json!({"name": "display", "valueString": d}));
         }
         if c.inactive {
@@ -1026,7 +1102,14 @@ fn render(
             // display note when the code is valid.
             .filter(|i| match i.severity {
                 Severity::Error => true,
-                Severity::Warning => !matches!(i.tx_code, Some("vs-invalid" | "display-comment")),
+                // A code unknown to a fragment is only a doubt: the answer is still valid.
+                Severity::Warning => {
+                    !matches!(i.tx_code, Some("vs-invalid" | "display-comment"))
+                        && !matches!(
+                            i.message_id,
+                            Some("UNKNOWN_CODE_IN_FRAGMENT" | "CONCEPT_DEPRECATED_IN_VALUESET")
+                        )
+                }
                 Severity::Information => ok && i.tx_code == Some("invalid-display"),
             })
             .map(|i| i.text.as_str())

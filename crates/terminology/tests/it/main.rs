@@ -8,6 +8,7 @@ mod operations;
 mod packages;
 mod sct;
 mod supplements;
+mod value_set_rules;
 mod versions;
 
 use serde_json::Value;

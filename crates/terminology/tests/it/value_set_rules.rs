@@ -1,0 +1,315 @@
+//! Value set rules of the general-mode conformance suites (fragments, deprecation inside value sets, imports
+//! pinned by `default-valueset-version`), each over the suite's own resources sent as tx-resources.
+
+use crate::tx_test_file;
+use serde_json::{Value, json};
+use terminology::{Config, Operation, Params, Registry, Terminology, TxError};
+
+fn run(setup: &[&str], op: Operation, params: Value) -> Result<Value, TxError> {
+    let mut p = Params::from_json(&params);
+    for f in setup {
+        p.push(json!({"name": "tx-resource", "resource": tx_test_file(f)}));
+    }
+    Terminology::new(Registry::new(), Config::default()).run(op, &p, None)
+}
+
+fn param<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
+    v["parameter"]
+        .as_array()?
+        .iter()
+        .find(|p| p["name"] == name)
+}
+
+fn names(v: &Value) -> Vec<&str> {
+    v["parameter"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect()
+}
+
+fn issues(v: &Value) -> Vec<Value> {
+    param(v, "issues").map_or_else(Vec::new, |p| {
+        p["resource"]["issue"].as_array().unwrap().clone()
+    })
+}
+
+fn message_id(issue: &Value) -> Option<&str> {
+    issue["extension"].as_array()?.iter().find_map(|e| {
+        (e["url"] == "http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id")
+            .then(|| e["valueString"].as_str())
+            .flatten()
+    })
+}
+
+/// The `code`/value pairs of the R5 property extensions on an expansion (or one of its contains).
+fn r5_properties(v: &Value, element: &str) -> Vec<(String, Value)> {
+    let url = format!(
+        "http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.{element}"
+    );
+    v["extension"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["url"] == url.as_str())
+        .map(|e| {
+            let parts = e["extension"].as_array().unwrap();
+            let code = parts.iter().find(|p| p["url"] == "code").unwrap()["valueCode"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let value = parts
+                .iter()
+                .find(|p| p["url"] != "code")
+                .cloned()
+                .unwrap_or(Value::Null);
+            (code, value)
+        })
+        .collect()
+}
+
+const FRAGMENT: &[&str] = &[
+    "fragment/codesystem-fragment.json",
+    "fragment/valueset-fragment.json",
+];
+
+#[test]
+fn fragment_expansion_is_unclosed_and_names_the_fragment() {
+    let vs = run(
+        FRAGMENT,
+        Operation::Expand,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/fragment"},
+            {"name": "excludeNested", "valueBoolean": true}
+        ]}),
+    )
+    .unwrap();
+    let exp = &vs["expansion"];
+    let fragment = "http://hl7.org/fhir/test/CodeSystem/fragment|0.1.0";
+    assert!(
+        exp["parameter"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "used-fragment", "valueUri": fragment}))
+    );
+    let ext = exp["extension"].as_array().unwrap();
+    assert!(ext.contains(&json!({
+        "url": "http://hl7.org/fhir/StructureDefinition/valueset-unclosed", "valueBoolean": true
+    })));
+    assert!(ext.contains(&json!({
+        "url": "http://hl7.org/fhir/StructureDefinition/valueset-unclosed-reason",
+        "valueString": "This extension is based on a fragment of the code system http://hl7.org/fhir/test/CodeSystem/fragment"
+    })));
+}
+
+#[test]
+fn retired_concepts_show_their_status_unasked() {
+    let vs = run(
+        FRAGMENT,
+        Operation::Expand,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/fragment"},
+            {"name": "excludeNested", "valueBoolean": true}
+        ]}),
+    )
+    .unwrap();
+    let exp = &vs["expansion"];
+    assert_eq!(
+        r5_properties(exp, "property"),
+        [(
+            "status".to_string(),
+            json!({"url": "uri", "valueUri": "http://hl7.org/fhir/concept-properties#status"})
+        )]
+    );
+    let contains = exp["contains"].as_array().unwrap();
+    let code2 = contains.iter().find(|c| c["code"] == "code2").unwrap();
+    assert_eq!(
+        r5_properties(code2, "contains.property"),
+        [(
+            "status".to_string(),
+            json!({"url": "value", "valueCode": "retired"})
+        )]
+    );
+    // Active concepts carry no status.
+    let code1 = contains.iter().find(|c| c["code"] == "code1").unwrap();
+    assert!(r5_properties(code1, "contains.property").is_empty());
+}
+
+#[test]
+fn unknown_code_of_a_fragment_is_valid_with_a_warning() {
+    let out = run(
+        FRAGMENT,
+        Operation::ValidateVs,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/fragment"},
+            {"name": "coding", "valueCoding": {
+                "system": "http://hl7.org/fhir/test/CodeSystem/fragment", "code": "code1x"}}
+        ]}),
+    )
+    .unwrap();
+    assert_eq!(param(&out, "result").unwrap()["valueBoolean"], true);
+    let issues = issues(&out);
+    assert_eq!(issues.len(), 1, "{issues:?}");
+    assert_eq!(issues[0]["severity"], "warning");
+    assert_eq!(message_id(&issues[0]), Some("UNKNOWN_CODE_IN_FRAGMENT"));
+    // A doubt, not a finding: no message.
+    assert!(param(&out, "message").is_none());
+}
+
+const DEPRECATED: &[&str] = &[
+    "deprecated/codesystem-deprecated.json",
+    "deprecated/valueset-withdrawn.json",
+    "deprecated/valueset-not-withdrawn.json",
+    "deprecated/codesystem-draft.json",
+    "deprecated/valueset-deprecating.json",
+];
+
+fn validate_deprecating(code: &str) -> Value {
+    run(
+        DEPRECATED,
+        Operation::ValidateVs,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/deprecating"},
+            {"name": "coding", "valueCoding": {
+                "system": "http://hl7.org/fhir/test/CodeSystem/draft", "code": code}}
+        ]}),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_value_set_can_deprecate_a_concept() {
+    // code2 through `valueset-deprecated`, code3 through a standards status of deprecated.
+    for code in ["code2", "code3"] {
+        let out = validate_deprecating(code);
+        assert_eq!(param(&out, "result").unwrap()["valueBoolean"], true);
+        let issue = issues(&out)
+            .into_iter()
+            .find(|i| message_id(i) == Some("CONCEPT_DEPRECATED_IN_VALUESET"))
+            .unwrap_or_else(|| panic!("{code}: no deprecation warning in {out}"));
+        assert_eq!(issue["severity"], "warning");
+        assert_eq!(
+            issue["details"]["text"],
+            format!(
+                "The presence of the concept '{code}' in the system 'http://hl7.org/fhir/test/CodeSystem/draft' in the value set http://hl7.org/fhir/test/ValueSet/deprecating|5.0.0 is marked with a status of deprecated and its use should be reviewed"
+            )
+        );
+        assert!(param(&out, "message").is_none());
+    }
+    let out = validate_deprecating("code1");
+    assert!(
+        issues(&out)
+            .iter()
+            .all(|i| message_id(i) != Some("CONCEPT_DEPRECATED_IN_VALUESET"))
+    );
+}
+
+#[test]
+fn an_imported_withdrawn_value_set_is_noted_and_its_codes_are_flat() {
+    let out = run(
+        DEPRECATED,
+        Operation::ValidateVs,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/not-withdrawn"},
+            {"name": "coding", "valueCoding": {
+                "system": "http://hl7.org/fhir/test/CodeSystem/deprecated", "code": "code1"}}
+        ]}),
+    )
+    .unwrap();
+    let texts: Vec<String> = issues(&out)
+        .iter()
+        .map(|i| i["details"]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        texts.contains(
+            &"Reference to withdrawn ValueSet http://hl7.org/fhir/test/ValueSet/withdrawn|5.0.0"
+                .to_string()
+        ),
+        "{texts:?}"
+    );
+    let vs = run(
+        DEPRECATED,
+        Operation::Expand,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/not-withdrawn"}
+        ]}),
+    )
+    .unwrap();
+    let contains = vs["expansion"]["contains"].as_array().unwrap();
+    assert_eq!(contains.len(), 7);
+    assert!(contains.iter().all(|c| c.get("contains").is_none()));
+}
+
+const VS_VERSION: &[&str] = &[
+    "valueset-version/codesystem-vs-version.json",
+    "valueset-version/valueset-vs-version-a1.json",
+    "valueset-version/valueset-vs-version-a2.json",
+    "valueset-version/valueset-vs-version-b0.json",
+    "valueset-version/valueset-vs-version-b1.json",
+    "valueset-version/valueset-vs-version-b2.json",
+];
+
+#[test]
+fn default_valueset_version_pins_imports() {
+    let pin = |v: &str| {
+        json!({"name": "default-valueset-version",
+               "valueCanonical": format!("http://hl7.org/fhir/test/ValueSet/vs-version|{v}")})
+    };
+    let url = json!({"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/vs-version-b0"});
+    let vs = run(
+        VS_VERSION,
+        Operation::Expand,
+        json!({"parameter": [url, pin("1.0.0")]}),
+    )
+    .unwrap();
+    assert_eq!(
+        vs["expansion"]["parameter"][0],
+        json!({"name": "default-valueset-version",
+               "valueUri": "http://hl7.org/fhir/test/ValueSet/vs-version|1.0.0"}),
+        "echoed as a uri"
+    );
+    let err = run(
+        VS_VERSION,
+        Operation::Expand,
+        json!({"parameter": [url, pin("3.0.0")]}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.issues[0].text,
+        "Unable to find included value set 'http://hl7.org/fhir/test/ValueSet/vs-version' version '3.0.0'"
+    );
+    let out = run(
+        VS_VERSION,
+        Operation::ValidateVs,
+        json!({"parameter": [url, pin("3.0.0"), {"name": "coding", "valueCoding": {
+            "system": "http://hl7.org/fhir/test/CodeSystem/vs-version", "code": "code2"}}]}),
+    )
+    .unwrap();
+    assert_eq!(param(&out, "result").unwrap()["valueBoolean"], false);
+    assert_eq!(
+        param(&out, "message").unwrap()["valueString"],
+        "A definition for the value Set 'http://hl7.org/fhir/test/ValueSet/vs-version|3.0.0' could not be found"
+    );
+}
+
+#[test]
+fn codeable_concept_against_a_value_set_with_a_missing_import_is_echoed_alone() {
+    let out = run(
+        &[
+            "simple/codesystem-simple.json",
+            "simple/valueset-import-bad.json",
+        ],
+        Operation::ValidateVs,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/simple-import-bad"},
+            {"name": "codeableConcept", "valueCodeableConcept": {"coding": [
+                {"system": "http://hl7.org/fhir/test/CodeSystem/simple", "code": "code1"}]}}
+        ]}),
+    )
+    .unwrap();
+    let mut names = names(&out);
+    names.sort_unstable();
+    assert_eq!(names, ["codeableConcept", "issues", "message", "result"]);
+    assert_eq!(param(&out, "result").unwrap()["valueBoolean"], false);
+}
