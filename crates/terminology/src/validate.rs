@@ -145,181 +145,25 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     let supplements = vs_supplements(&vs);
 
     let mut checks = Vec::new();
+    let clean = |c: &Check| c.ok && !c.issues.iter().any(|i| i.severity == Severity::Error);
     for coding in &codings {
-        let mut coding = coding.clone();
-        let mut check = Check::default();
-        if coding.system.is_none() && !coding.path.is_empty() {
-            // A Coding (alone or in a CodeableConcept) without a system has no defined meaning: tx.fhir.org
-            // does not infer one (that is only for a bare `code`), it reports the code as not in the value set
-            // and warns about the missing system.
-            check.issues.push(
-                Issue::new(
-                    Severity::Error,
-                    "code-invalid",
-                    Some("not-in-vs"),
-                    format!(
-                        "The provided code '#{}' was not found in the value set '{vs_label}'",
-                        coding.code
-                    ),
-                )
-                .with_id("None_of_the_provided_codes_are_in_the_value_set_one")
-                .at(coding.expr("code")),
-            );
-            check.issues.push(
-                Issue::new(
-                    Severity::Warning,
-                    "invalid",
-                    Some("invalid-data"),
-                    "Coding has no system. A code with no system has no defined meaning, and it cannot be validated. A system should be provided",
-                )
-                .with_id("Coding_has_no_system__cannot_validate")
-                .at(coding.whole()),
-            );
-            check.code = Some(coding.code.clone());
-            checks.push(check);
-            continue;
-        }
-        if coding.system.is_none() {
-            // Infer the system from the value set's codes.
-            let systems: Vec<&str> = ev
-                .set
-                .entries
-                .iter()
-                .filter(|e| e.code == coding.code)
-                .map(|e| e.system.as_str())
-                .collect();
-            if systems.len() == 1 {
-                coding.system = Some(systems[0].to_string());
-            } else {
-                let text = if systems.is_empty() {
-                    format!(
-                        "The System URI could not be determined for the code '{}' in the ValueSet '{vs_label}'",
-                        coding.code
-                    )
-                } else {
-                    format!(
-                        "The System URI could not be determined for the code '{}' in the ValueSet '{vs_label}': value set expansion has multiple matches: [{}]",
-                        coding.code,
-                        systems.join(", ")
-                    )
+        let mut check = check_coding_in_vs(ctx, &vs, &ev, &supplements, &vs_label, is_cc, coding)?;
+        // A coding without a version, in a value set that includes several versions of its system, is valid
+        // when it is valid in one of them (tx.fhir.org tries each, newest first): its code or its display
+        // may belong to an older version only.
+        if !clean(&check) && coding.version.is_none() {
+            let system = coding.system.as_deref().unwrap_or_default();
+            for v in candidate_versions(&vs, system, &coding.code) {
+                let trial = Coding {
+                    version: Some(v),
+                    ..coding.clone()
                 };
-                check.issues.push(
-                    Issue::new(Severity::Error, "not-found", Some("cannot-infer"), text)
-                        .at(coding.expr("code")),
-                );
-                check.issues.push(
-                    Issue::new(
-                        Severity::Error,
-                        "code-invalid",
-                        Some("not-in-vs"),
-                        format!(
-                            "The provided code '#{}' was not found in the value set '{vs_label}'",
-                            coding.code
-                        ),
-                    )
-                    .at(coding.expr("code")),
-                );
-                check.code = Some(coding.code.clone());
-                checks.push(check);
-                continue;
+                let c = check_coding_in_vs(ctx, &vs, &ev, &supplements, &vs_label, is_cc, &trial)?;
+                if clean(&c) {
+                    check = c;
+                    break;
+                }
             }
-        }
-        let system = coding.system.clone().unwrap_or_default();
-        check.system = Some(system.clone());
-        check.code = Some(coding.code.clone());
-        let cs = match resolve_versions(ctx, &vs, &coding, &mut check) {
-            Some(cs) => Some(ctx.with_supplements(cs, &supplements)?),
-            None => None,
-        };
-        if let Some(i) = cs
-            .as_ref()
-            .and_then(|cs| status_issue(&cs.resource, "CodeSystem"))
-        {
-            check.issues.push(i);
-        }
-        // Membership is per version only where the value set names several versions of the system; a
-        // version pattern or a versionless include admits the codes of every version it matches.
-        let version = cs
-            .as_ref()
-            .and_then(|cs| cs.version.as_deref())
-            .filter(|_| stated_versions(&vs, &system) > 1);
-        let in_vs = ev.set.contains_in(&system, &coding.code, version)
-            || cs
-                .as_ref()
-                .and_then(|cs| cs.find(&coding.code).map(|i| cs.concepts[i].code.clone()))
-                .is_some_and(|c| ev.set.contains_in(&system, &c, version));
-        let mut in_vs = in_vs;
-        let mut inactive_excluded = false;
-        if let Some(cs) = &cs {
-            check_in_cs(ctx, cs, &coding, &mut check);
-            // A code we cannot find in a fragment may still belong to a value set that takes the whole code
-            // system: it is given the benefit of the doubt (the fragment warning says so), as tx.fhir.org does.
-            if check.unknown_in_fragment && includes_whole_system(&vs, &system) {
-                in_vs = true;
-            }
-            if in_vs && let Some(i) = deprecated_in_vs(&ev, &system, &coding, &vs_label) {
-                check.issues.push(i);
-            }
-            // activeOnly: an inactive code is outside the value set.
-            if check.inactive && ctx.opts.active_only == Some(true) && in_vs {
-                inactive_excluded = true;
-                in_vs = false;
-            }
-            if !in_vs || check.version_error {
-                check.ok = false;
-            }
-        }
-        check.in_vs = in_vs && cs.is_some();
-        if !ev.unresolved.is_empty() {
-            // The value set could not be evaluated: that is the answer, whatever the code.
-            check.issues = ev.unresolved.clone();
-            check.ok = false;
-            check.in_vs = true;
-            check.vs_unresolved = true;
-            checks.push(check);
-            continue;
-        }
-        // A value set that could not be evaluated for want of a code system says so through that issue.
-        if !in_vs && check.caused_by_unknown.is_none() {
-            let shown = match &coding.display {
-                Some(d) => format!("{} ('{d}')", coding.versioned_label()),
-                None => coding.versioned_label(),
-            };
-            let severity = if is_cc {
-                Severity::Information
-            } else {
-                Severity::Error
-            };
-            let tx = if is_cc {
-                "this-code-not-in-vs"
-            } else {
-                "not-in-vs"
-            };
-            check.issues.insert(
-                0,
-                Issue::new(
-                    severity,
-                    "code-invalid",
-                    Some(tx),
-                    format!(
-                        "The provided code '{shown}' was not found in the value set '{vs_label}'"
-                    ),
-                )
-                .with_id("None_of_the_provided_codes_are_in_the_value_set_one")
-                .at(coding.expr("code")),
-            );
-        }
-        if inactive_excluded {
-            check.issues.insert(
-                0,
-                Issue::new(
-                    Severity::Error,
-                    "business-rule",
-                    Some("code-rule"),
-                    format!("The concept '{}' is valid but is not active", coding.code),
-                )
-                .at(coding.expr("code")),
-            );
         }
         checks.push(check);
     }
@@ -338,6 +182,189 @@ pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         }
     }
     Ok(render(ctx, checks, cc, is_cc, Some(&vs_label)))
+}
+
+/// Checks one coding against the evaluated value set `ev`.
+fn check_coding_in_vs(
+    ctx: &Ctx<'_>,
+    vs: &Arc<Value>,
+    ev: &crate::expand::Evaluated,
+    supplements: &[String],
+    vs_label: &str,
+    is_cc: bool,
+    coding: &Coding,
+) -> Result<Check, TxError> {
+    let mut coding = coding.clone();
+    let mut check = Check::default();
+    if coding.system.is_none() && !coding.path.is_empty() {
+        // A Coding (alone or in a CodeableConcept) without a system has no defined meaning: tx.fhir.org
+        // does not infer one (that is only for a bare `code`), it reports the code as not in the value set
+        // and warns about the missing system.
+        check.issues.push(
+            Issue::new(
+                Severity::Error,
+                "code-invalid",
+                Some("not-in-vs"),
+                format!(
+                    "The provided code '#{}' was not found in the value set '{vs_label}'",
+                    coding.code
+                ),
+            )
+            .with_id("None_of_the_provided_codes_are_in_the_value_set_one")
+            .at(coding.expr("code")),
+        );
+        check.issues.push(
+            Issue::new(
+                Severity::Warning,
+                "invalid",
+                Some("invalid-data"),
+                "Coding has no system. A code with no system has no defined meaning, and it cannot be validated. A system should be provided",
+            )
+            .with_id("Coding_has_no_system__cannot_validate")
+            .at(coding.whole()),
+        );
+        check.code = Some(coding.code.clone());
+        return Ok(check);
+    }
+    if coding.system.is_none() {
+        // Infer the system from the value set's codes.
+        let systems: Vec<&str> = ev
+            .set
+            .entries
+            .iter()
+            .filter(|e| e.code == coding.code)
+            .map(|e| e.system.as_str())
+            .collect();
+        if systems.len() == 1 {
+            coding.system = Some(systems[0].to_string());
+        } else {
+            let text = if systems.is_empty() {
+                format!(
+                    "The System URI could not be determined for the code '{}' in the ValueSet '{vs_label}'",
+                    coding.code
+                )
+            } else {
+                format!(
+                    "The System URI could not be determined for the code '{}' in the ValueSet '{vs_label}': value set expansion has multiple matches: [{}]",
+                    coding.code,
+                    systems.join(", ")
+                )
+            };
+            check.issues.push(
+                Issue::new(Severity::Error, "not-found", Some("cannot-infer"), text)
+                    .at(coding.expr("code")),
+            );
+            check.issues.push(
+                Issue::new(
+                    Severity::Error,
+                    "code-invalid",
+                    Some("not-in-vs"),
+                    format!(
+                        "The provided code '#{}' was not found in the value set '{vs_label}'",
+                        coding.code
+                    ),
+                )
+                .at(coding.expr("code")),
+            );
+            check.code = Some(coding.code.clone());
+            return Ok(check);
+        }
+    }
+    let system = coding.system.clone().unwrap_or_default();
+    check.system = Some(system.clone());
+    check.code = Some(coding.code.clone());
+    let cs = match resolve_versions(ctx, &vs, &coding, &mut check) {
+        Some(cs) => Some(ctx.with_supplements(cs, &supplements)?),
+        None => None,
+    };
+    if let Some(i) = cs
+        .as_ref()
+        .and_then(|cs| status_issue(&cs.resource, "CodeSystem"))
+    {
+        check.issues.push(i);
+    }
+    // Membership is per version only where the value set names several versions of the system; a
+    // version pattern or a versionless include admits the codes of every version it matches.
+    let version = cs
+        .as_ref()
+        .and_then(|cs| cs.version.as_deref())
+        .filter(|_| stated_versions(&vs, &system) > 1);
+    let in_vs = ev.set.contains_in(&system, &coding.code, version)
+        || cs
+            .as_ref()
+            .and_then(|cs| cs.find(&coding.code).map(|i| cs.concepts[i].code.clone()))
+            .is_some_and(|c| ev.set.contains_in(&system, &c, version));
+    let mut in_vs = in_vs;
+    let mut inactive_excluded = false;
+    if let Some(cs) = &cs {
+        check_in_cs(ctx, cs, &coding, &mut check);
+        // A code we cannot find in a fragment may still belong to a value set that takes the whole code
+        // system: it is given the benefit of the doubt (the fragment warning says so), as tx.fhir.org does.
+        if check.unknown_in_fragment && includes_whole_system(&vs, &system) {
+            in_vs = true;
+        }
+        if in_vs && let Some(i) = deprecated_in_vs(&ev, &system, &coding, &vs_label) {
+            check.issues.push(i);
+        }
+        // activeOnly: an inactive code is outside the value set.
+        if check.inactive && ctx.opts.active_only == Some(true) && in_vs {
+            inactive_excluded = true;
+            in_vs = false;
+        }
+        if !in_vs || check.version_error {
+            check.ok = false;
+        }
+    }
+    check.in_vs = in_vs && cs.is_some();
+    if !ev.unresolved.is_empty() {
+        // The value set could not be evaluated: that is the answer, whatever the code.
+        check.issues = ev.unresolved.clone();
+        check.ok = false;
+        check.in_vs = true;
+        check.vs_unresolved = true;
+        return Ok(check);
+    }
+    // A value set that could not be evaluated for want of a code system says so through that issue.
+    if !in_vs && check.caused_by_unknown.is_none() {
+        let shown = match &coding.display {
+            Some(d) => format!("{} ('{d}')", coding.versioned_label()),
+            None => coding.versioned_label(),
+        };
+        let severity = if is_cc {
+            Severity::Information
+        } else {
+            Severity::Error
+        };
+        let tx = if is_cc {
+            "this-code-not-in-vs"
+        } else {
+            "not-in-vs"
+        };
+        check.issues.insert(
+            0,
+            Issue::new(
+                severity,
+                "code-invalid",
+                Some(tx),
+                format!("The provided code '{shown}' was not found in the value set '{vs_label}'"),
+            )
+            .with_id("None_of_the_provided_codes_are_in_the_value_set_one")
+            .at(coding.expr("code")),
+        );
+    }
+    if inactive_excluded {
+        check.issues.insert(
+            0,
+            Issue::new(
+                Severity::Error,
+                "business-rule",
+                Some("code-rule"),
+                format!("The concept '{}' is valid but is not active", coding.code),
+            )
+            .at(coding.expr("code")),
+        );
+    }
+    Ok(check)
 }
 
 /// The warning for a code that the value set itself marks as deprecated (the `valueset-deprecated` extension or a
@@ -422,6 +449,30 @@ fn include_version(vs: &Value, system: &str, code: &str, wanted: Option<&str>) -
         .filter_map(|i| i["version"].as_str())
         .max_by(|a, b| crate::registry::compare_versions(a, b))
         .map(str::to_string)
+}
+
+/// The versions of `system` that the value set's includes state and that may hold `code` (an include of the
+/// whole system or one listing the code), newest first; empty unless there are several.
+fn candidate_versions(vs: &Value, system: &str, code: &str) -> Vec<String> {
+    let mut versions: Vec<String> = vs["compose"]["include"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["system"] == system && i.get("filter").is_none())
+        .filter(|i| {
+            i["concept"]
+                .as_array()
+                .is_none_or(|cs| cs.iter().any(|c| c["code"] == code))
+        })
+        .filter_map(|i| i["version"].as_str().map(str::to_string))
+        .collect();
+    versions.sort_by(|a, b| crate::registry::compare_versions(b, a));
+    versions.dedup();
+    if versions.len() > 1 {
+        versions
+    } else {
+        Vec::new()
+    }
 }
 
 /// How many distinct versions of `system` the value set's includes state.

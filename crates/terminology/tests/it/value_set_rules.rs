@@ -313,3 +313,52 @@ fn codeable_concept_against_a_value_set_with_a_missing_import_is_echoed_alone() 
     assert_eq!(names, ["codeableConcept", "issues", "message", "result"]);
     assert_eq!(param(&out, "result").unwrap()["valueBoolean"], false);
 }
+
+const OVERLOAD: &[&str] = &[
+    "overload/codesystem-overload-1.json",
+    "overload/codesystem-overload-2.json",
+    "overload/valueset-overload-all.json",
+];
+
+fn validate_overload(codings: Value) -> Value {
+    run(
+        OVERLOAD,
+        Operation::ValidateVs,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/overload-all"},
+            {"name": "codeableConcept", "valueCodeableConcept": {"coding": codings}}
+        ]}),
+    )
+    .unwrap()
+}
+
+#[test]
+fn an_unversioned_coding_is_valid_in_any_version_the_value_set_includes() {
+    let system = "http://hl7.org/fhir/test/CodeSystem/overload";
+    // code3 exists in version 1.0.0 only; "Display 2" is code2's display in 1.0.0, "Display #2" in 2.0.0.
+    let out = validate_overload(json!([{"system": system, "code": "code3"}]));
+    assert_eq!(
+        param(&out, "result").unwrap()["valueBoolean"],
+        true,
+        "{out}"
+    );
+    assert_eq!(param(&out, "version").unwrap()["valueString"], "1.0.0");
+    let out = validate_overload(json!([
+        {"system": system, "code": "code2", "display": "Display #2"},
+        {"system": system, "code": "code2", "display": "Display 2"}
+    ]));
+    assert_eq!(
+        param(&out, "result").unwrap()["valueBoolean"],
+        true,
+        "{out}"
+    );
+    assert!(param(&out, "issues").is_none(), "{out}");
+    assert_eq!(param(&out, "version").unwrap()["valueString"], "2.0.0");
+    // A display of neither version is still wrong, reported against the newest.
+    let out = validate_overload(json!([{"system": system, "code": "code2", "display": "Two"}]));
+    assert_eq!(param(&out, "result").unwrap()["valueBoolean"], false);
+    assert_eq!(param(&out, "version").unwrap()["valueString"], "2.0.0");
+    // A code of neither version is not in the value set.
+    let out = validate_overload(json!([{"system": system, "code": "code9"}]));
+    assert_eq!(param(&out, "result").unwrap()["valueBoolean"], false);
+}
