@@ -273,8 +273,8 @@ fn check_coding_in_vs(
     let system = coding.system.clone().unwrap_or_default();
     check.system = Some(system.clone());
     check.code = Some(coding.code.clone());
-    let cs = match resolve_versions(ctx, &vs, &coding, &mut check) {
-        Some(cs) => Some(ctx.with_supplements(cs, &supplements)?),
+    let cs = match resolve_versions(ctx, vs, &coding, &mut check) {
+        Some(cs) => Some(ctx.with_supplements(cs, supplements)?),
         None => None,
     };
     if let Some(i) = cs
@@ -288,7 +288,7 @@ fn check_coding_in_vs(
     let version = cs
         .as_ref()
         .and_then(|cs| cs.version.as_deref())
-        .filter(|_| stated_versions(&vs, &system) > 1);
+        .filter(|_| stated_versions(vs, &system) > 1);
     let in_vs = ev.set.contains_in(&system, &coding.code, version)
         || cs
             .as_ref()
@@ -300,10 +300,10 @@ fn check_coding_in_vs(
         check_in_cs(ctx, cs, &coding, &mut check);
         // A code we cannot find in a fragment may still belong to a value set that takes the whole code
         // system: it is given the benefit of the doubt (the fragment warning says so), as tx.fhir.org does.
-        if check.unknown_in_fragment && includes_whole_system(&vs, &system) {
+        if check.unknown_in_fragment && includes_whole_system(vs, &system) {
             in_vs = true;
         }
-        if in_vs && let Some(i) = deprecated_in_vs(&ev, &system, &coding, &vs_label) {
+        if in_vs && let Some(i) = deprecated_in_vs(ev, &system, &coding, vs_label) {
             check.issues.push(i);
         }
         // activeOnly: an inactive code is outside the value set.
