@@ -14,6 +14,10 @@ use std::sync::Arc;
 pub struct Options {
     /// `activeOnly`.
     pub active_only: Option<bool>,
+    /// `abstract` of `$validate-code`: whether an abstract (not selectable) code is acceptable.
+    pub abstract_allowed: Option<bool>,
+    /// `valueset-membership-only` of `$validate-code`: only whether the code is in the value set matters.
+    pub membership_only: bool,
     /// `filter` text.
     pub filter: Option<String>,
     /// `count`.
@@ -61,6 +65,8 @@ impl Options {
     pub fn from_params(params: &Params, accept_language: Option<&str>) -> Options {
         Options {
             active_only: params.bool("activeOnly"),
+            abstract_allowed: params.bool("abstract"),
+            membership_only: params.bool("valueset-membership-only").unwrap_or(false),
             filter: params.str("filter").filter(|s| !s.is_empty()),
             count: params.int("count").map(|n| n.max(0) as usize),
             offset: params.int("offset").map(|n| n.max(0) as usize),

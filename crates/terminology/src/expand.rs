@@ -151,6 +151,8 @@ pub struct Evaluated {
     pub used_supplements: Vec<String>,
     /// `url|version` of each value set imported.
     pub used_vs: Vec<String>,
+    /// Codes (system, code) the compose left out for being inactive (`compose.inactive: false`).
+    pub inactive_left_out: Vec<(String, String)>,
     /// `url|version` of each code system used that is only a fragment (`content: fragment`).
     pub used_fragments: Vec<String>,
     /// Warnings met on the way.
@@ -271,6 +273,11 @@ fn evaluate_compose(
     }
     // `compose.inactive: false`: the value set leaves inactive codes out.
     if compose["inactive"] == Value::Bool(false) {
+        // Kept aside so validation can say why such a code is not in the value set.
+        for e in out.set.entries.iter().filter(|e| e.inactive()) {
+            out.inactive_left_out
+                .push((e.system.clone(), e.code.clone()));
+        }
         out.set.retain(|e| !e.inactive());
     }
     if several_versions(&out.set) {

@@ -152,7 +152,7 @@ impl Terminology {
             Operation::Lookup => crate::lookup::lookup(&ctx, params),
             Operation::Subsumes => crate::lookup::subsumes(&ctx, params),
             Operation::Translate => crate::translate::translate(&ctx, params),
-            Operation::BatchValidate => self.batch_validate(&ctx, params),
+            Operation::BatchValidate => self.batch_validate(params, accept_language),
         }
     }
 
@@ -173,28 +173,31 @@ impl Terminology {
         }
     }
 
-    fn batch_validate(&self, ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
+    /// `$batch-validate-code`: each `validation` is a `$validate-code` of its own, with the batch's other
+    /// parameters as defaults that its own parameters override (`lenient-display-validation` per item).
+    fn batch_validate(
+        &self,
+        params: &Params,
+        accept_language: Option<&str>,
+    ) -> Result<Value, TxError> {
         let mut out = Vec::new();
-        let shared: Vec<Value> = params
-            .entries()
-            .iter()
-            .filter(|e| e["name"] != "validation")
-            .cloned()
-            .collect();
         for v in params.named("validation") {
+            let mut own: Vec<Value> = Vec::new();
+            if let Some(inner) = v.get("resource") {
+                own.extend(Params::from_json(inner).entries().iter().cloned());
+            }
+            own.extend(v["part"].as_array().into_iter().flatten().cloned());
             let mut p = Params::default();
-            for s in &shared {
+            for s in params.entries().iter().filter(|e| {
+                e["name"] != "validation"
+                    && (e["name"] == "tx-resource" || !own.iter().any(|o| o["name"] == e["name"]))
+            }) {
                 p.push(s.clone());
             }
-            if let Some(inner) = v.get("resource") {
-                for e in Params::from_json(inner).entries() {
-                    p.push(e.clone());
-                }
+            for e in own {
+                p.push(e);
             }
-            for part in v["part"].as_array().into_iter().flatten() {
-                p.push(part.clone());
-            }
-            let r = match crate::validate::validate_vs(ctx, &p) {
+            let r = match self.run(Operation::ValidateVs, &p, accept_language) {
                 Ok(r) => r,
                 Err(e) => e.operation_outcome(),
             };

@@ -73,6 +73,8 @@ struct Check {
     normalized_code: Option<String>,
     /// The code is not in the code system, which is only a fragment: it may be a code of the full system.
     unknown_in_fragment: bool,
+    /// The concept is abstract (not selectable).
+    is_abstract: bool,
     /// The value set could not be evaluated (an import is missing): nothing can be said of the code.
     vs_unresolved: bool,
 }
@@ -110,8 +112,15 @@ fn read_codings(params: &Params) -> Result<(Vec<Coding>, Option<Value>, bool), T
         ));
     }
     let Some(code) = params.str("code") else {
-        return Err(TxError::invalid(
-            "Unable to find code to validate (looked for coding | codeableConcept | code in parameters)",
+        // tx.fhir.org's text as clients see it (no closing parenthesis), and no tx-issue-type code.
+        return Err(TxError::new(
+            crate::error::ErrorKind::Invalid,
+            Issue::new(
+                Severity::Error,
+                "invalid",
+                None,
+                "Unable to find code to validate (looked for coding | codeableConcept | code+system | code+inferSystem in parameters",
+            ),
         ));
     };
     Ok((
@@ -133,7 +142,12 @@ fn read_codings(params: &Params) -> Result<(Vec<Coding>, Option<Value>, bool), T
 pub fn validate_vs(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     let vs = ctx.requested_value_set(params)?;
     let (codings, cc, is_cc) = read_codings(params)?;
-    let vs_label = vs_canonical(&vs);
+    // A value set without a url (one sent inline) is named as tx.fhir.org names it.
+    let vs_label = if vs["url"].is_string() {
+        vs_canonical(&vs)
+    } else {
+        "(unidentified)".to_string()
+    };
     let mut stack = Vec::new();
     ctx.lenient_includes.set(true);
     // Providers test only the codes asked about instead of listing all they select.
@@ -296,8 +310,17 @@ fn check_coding_in_vs(
             .is_some_and(|c| ev.set.contains_in(&system, &c, version));
     let mut in_vs = in_vs;
     let mut inactive_excluded = false;
+    let mut abstract_refused = false;
     if let Some(cs) = &cs {
+        let before = check.issues.len();
         check_in_cs(ctx, cs, &coding, &mut check);
+        if ctx.opts.membership_only {
+            // `valueset-membership-only`: only membership is asked, so what the code system says of the code
+            // (unknown, wrong display, status) is neither checked nor reported.
+            check.issues.truncate(before);
+            check.display = None;
+            check.ok = true;
+        }
         // A code we cannot find in a fragment may still belong to a value set that takes the whole code
         // system: it is given the benefit of the doubt (the fragment warning says so), as tx.fhir.org does.
         if check.unknown_in_fragment && includes_whole_system(vs, &system) {
@@ -306,9 +329,19 @@ fn check_coding_in_vs(
         if in_vs && let Some(i) = deprecated_in_vs(ev, &system, &coding, vs_label) {
             check.issues.push(i);
         }
-        // activeOnly: an inactive code is outside the value set.
-        if check.inactive && ctx.opts.active_only == Some(true) && in_vs {
+        // activeOnly, or a value set that leaves inactive codes out: an inactive code is outside the value set,
+        // and the answer says that this is why.
+        let left_out = ev
+            .inactive_left_out
+            .iter()
+            .any(|(s, c)| *s == system && *c == coding.code);
+        if check.inactive && ((ctx.opts.active_only == Some(true) && in_vs) || left_out) {
             inactive_excluded = true;
+            in_vs = false;
+        }
+        // `abstract = false`: an abstract (not selectable) code is not acceptable here.
+        if check.is_abstract && ctx.opts.abstract_allowed == Some(false) && in_vs {
+            abstract_refused = true;
             in_vs = false;
         }
         if !in_vs || check.version_error {
@@ -361,6 +394,23 @@ fn check_coding_in_vs(
                 Some("code-rule"),
                 format!("The concept '{}' is valid but is not active", coding.code),
             )
+            .with_id("STATUS_CODE_WARNING_CODE")
+            .at(coding.expr("code")),
+        );
+    }
+    if abstract_refused {
+        check.issues.insert(
+            0,
+            Issue::new(
+                Severity::Error,
+                "business-rule",
+                Some("code-rule"),
+                format!(
+                    "Code '{}' is abstract, and not allowed in this context",
+                    coding.label()
+                ),
+            )
+            .with_id("ABSTRACT_CODE_NOT_ALLOWED")
             .at(coding.expr("code")),
         );
     }
@@ -714,6 +764,19 @@ fn unknown_system(
         return;
     }
     let known = ctx.known_versions(&system);
+    // A system that is not a URI at all (no scheme) is a local reference, which a Coding may not use.
+    if !system.is_empty() && !system.contains(':') {
+        check.issues.push(
+            Issue::new(
+                Severity::Error,
+                "invalid",
+                Some("invalid-data"),
+                "Coding.system must be an absolute reference, not a local reference",
+            )
+            .with_id("Terminology_TX_System_Relative")
+            .at(coding.expr("system")),
+        );
+    }
     // The message ids are those of the FHIR validator's bundle, which tx.fhir.org puts on each variant.
     let (text, id) = match version {
         Some(v) if !known.is_empty() => (
@@ -822,6 +885,7 @@ fn check_in_cs(ctx: &Ctx<'_>, cs: &CodeSystem, coding: &Coding, check: &mut Chec
     };
     let concept = &cs.concepts[i];
     check.ok = true;
+    check.is_abstract = cs.is_abstract(i);
     // The code is echoed as given; a case-insensitive match reports the stored form as `normalized-code`.
     check.code = Some(coding.code.clone());
     if concept.code != coding.code {
@@ -864,6 +928,7 @@ fn check_in_cs(ctx: &Ctx<'_>, cs: &CodeSystem, coding: &Coding, check: &mut Chec
                     concept.code
                 ),
             )
+            .with_id("INACTIVE_CONCEPT_FOUND")
             .at(coding.whole()),
         );
     } else if concept.is_deprecated() {
@@ -1115,7 +1180,8 @@ fn render(
         if let (Some(code), true) = (&c.code, shown) {
             out.push(json!({"name": "code", "valueCode": code}));
         }
-        if let (Some(d), false) = (&c.display, is_cc && c.vs_unresolved) {
+        // A CodeableConcept none of whose codings is in the value set reports no display either.
+        if let (Some(d), true) = (&c.display, shown || !is_cc) {
             out.push(json!({"name": "display", "valueString": d}));
         }
         if c.inactive {

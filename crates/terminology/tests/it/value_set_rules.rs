@@ -362,3 +362,178 @@ fn an_unversioned_coding_is_valid_in_any_version_the_value_set_includes() {
     let out = validate_overload(json!([{"system": system, "code": "code9"}]));
     assert_eq!(param(&out, "result").unwrap()["valueBoolean"], false);
 }
+
+fn issue_ids(out: &Value) -> Vec<String> {
+    issues(out)
+        .iter()
+        .map(|i| message_id(i).unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn a_value_set_without_inactive_codes_says_why_an_inactive_code_is_not_in_it() {
+    let out = run(
+        &[
+            "inactive/codesystem-inactive.json",
+            "inactive/valueset-all-active.json",
+        ],
+        Operation::ValidateVs,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/inactive-all-active"},
+            {"name": "coding", "valueCoding": {
+                "system": "http://hl7.org/fhir/test/CodeSystem/inactive", "code": "codeInactive"}}
+        ]}),
+    )
+    .unwrap();
+    assert_eq!(param(&out, "result").unwrap()["valueBoolean"], false);
+    assert_eq!(
+        issue_ids(&out),
+        [
+            "STATUS_CODE_WARNING_CODE",
+            "None_of_the_provided_codes_are_in_the_value_set_one",
+            "INACTIVE_CONCEPT_FOUND"
+        ]
+    );
+}
+
+#[test]
+fn abstract_false_refuses_a_not_selectable_code() {
+    let validate = |allowed: bool| {
+        run(
+            &[
+                "notSelectable/codesystem-notSelectable-prop.json",
+                "notSelectable/valueset-notSelectable-prop-true.json",
+            ],
+            Operation::ValidateVs,
+            json!({"parameter": [
+                {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/notSelectable-prop-true"},
+                {"name": "coding", "valueCoding": {
+                    "system": "http://hl7.org/fhir/test/CodeSystem/notSelectable-prop", "code": "codeNS"}},
+                {"name": "abstract", "valueBoolean": allowed}
+            ]}),
+        )
+        .unwrap()
+    };
+    let out = validate(false);
+    assert_eq!(param(&out, "result").unwrap()["valueBoolean"], false);
+    assert_eq!(
+        issue_ids(&out),
+        [
+            "ABSTRACT_CODE_NOT_ALLOWED",
+            "None_of_the_provided_codes_are_in_the_value_set_one"
+        ]
+    );
+    let out = validate(true);
+    assert_eq!(param(&out, "result").unwrap()["valueBoolean"], true);
+    assert!(param(&out, "issues").is_none());
+}
+
+#[test]
+fn membership_only_reports_membership_alone() {
+    let out = run(
+        &[
+            "simple/codesystem-simple.json",
+            "simple/valueset-all.json",
+            "version/codesystem-version-1.json",
+        ],
+        Operation::ValidateVs,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/simple-all"},
+            {"name": "valueset-membership-only", "valueBoolean": true},
+            {"name": "codeableConcept", "valueCodeableConcept": {"coding": [
+                {"system": "http://hl7.org/fhir/test/CodeSystem/version", "version": "1.0.0",
+                 "code": "code1", "display": "xxxxx"},
+                {"system": "http://hl7.org/fhir/test/CodeSystem/simple", "code": "xxxx"}]}}
+        ]}),
+    )
+    .unwrap();
+    assert_eq!(param(&out, "result").unwrap()["valueBoolean"], false);
+    // Neither the unknown code nor the wrong display is reported, only that no coding is in the value set.
+    let codes: Vec<String> = issues(&out)
+        .iter()
+        .map(|i| {
+            i["details"]["coding"][0]["code"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        codes,
+        ["not-in-vs", "this-code-not-in-vs", "this-code-not-in-vs"]
+    );
+    assert!(param(&out, "display").is_none());
+}
+
+#[test]
+fn a_batch_item_overrides_the_batch_parameters() {
+    let out = run(
+        &["simple/codesystem-simple.json", "simple/valueset-all.json"],
+        Operation::BatchValidate,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/simple-all"},
+            {"name": "lenient-display-validation", "valueBoolean": true},
+            {"name": "validation", "resource": {"resourceType": "Parameters", "parameter": [
+                {"name": "coding", "valueCoding": {
+                    "system": "http://hl7.org/fhir/test/CodeSystem/simple", "code": "code1", "display": "xx"}},
+                {"name": "lenient-display-validation", "valueBoolean": false}]}},
+            {"name": "validation", "resource": {"resourceType": "Parameters", "parameter": [
+                {"name": "coding", "valueCoding": {
+                    "system": "http://hl7.org/fhir/test/CodeSystem/simple", "code": "code1", "display": "xx"}}]}},
+            {"name": "validation", "resource": {"resourceType": "Parameters", "parameter": [
+                {"name": "codingX", "valueCoding": {
+                    "system": "http://hl7.org/fhir/test/CodeSystem/simple", "code": "code1"}}]}}
+        ]}),
+    )
+    .unwrap();
+    let results: Vec<&Value> = out["parameter"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["resource"])
+        .collect();
+    assert_eq!(param(results[0], "result").unwrap()["valueBoolean"], false);
+    assert_eq!(param(results[1], "result").unwrap()["valueBoolean"], true);
+    assert_eq!(results[2]["resourceType"], "OperationOutcome");
+}
+
+#[test]
+fn a_relative_system_is_reported_as_such() {
+    let out = run(
+        &["simple/codesystem-simple.json", "simple/valueset-all.json"],
+        Operation::ValidateVs,
+        json!({"parameter": [
+            {"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/simple-all"},
+            {"name": "coding", "valueCoding": {"system": "Location1", "code": "code1"}}
+        ]}),
+    )
+    .unwrap();
+    assert_eq!(
+        issue_ids(&out),
+        [
+            "None_of_the_provided_codes_are_in_the_value_set_one",
+            "Terminology_TX_System_Relative",
+            "UNKNOWN_CODESYSTEM"
+        ]
+    );
+}
+
+#[test]
+fn a_value_set_without_url_is_unidentified() {
+    let out = run(
+        &["simple/codesystem-simple.json"],
+        Operation::ValidateVs,
+        json!({"parameter": [
+            {"name": "coding", "valueCoding": {
+                "system": "http://hl7.org/fhir/test/CodeSystem/simple", "code": "code1"}},
+            {"name": "valueSet", "resource": {"resourceType": "ValueSet", "status": "active",
+                "compose": {"include": [{"system": "http://hl7.org/fhir/test/CodeSystem/simple",
+                                         "concept": [{"code": "code2"}]}]}}}
+        ]}),
+    )
+    .unwrap();
+    assert_eq!(
+        param(&out, "message").unwrap()["valueString"],
+        "The provided code 'http://hl7.org/fhir/test/CodeSystem/simple#code1' was not found in the value set '(unidentified)'"
+    );
+}
