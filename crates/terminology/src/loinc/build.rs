@@ -609,12 +609,19 @@ impl Builder {
             lists.push((code, title, members));
         }
         let shell = super::code_system_shell(version, &self.property_types, n);
+        // Filters compare property codes by string id: only the matching values are decoded.
+        let property_ids: serde_json::Map<String, serde_json::Value> = self
+            .property_types
+            .iter()
+            .filter_map(|(c, _)| Some((c.clone(), self.strings.lookup(c)?.into())))
+            .collect();
         let nodes = std::mem::take(&mut self.nodes);
         let sorted = order.iter().map(|&o| &nodes[o as usize]);
         store::write(
             target,
             &store::Parts {
                 shell: &shell,
+                property_ids: &property_ids,
                 stats: &self.stats,
                 strings: &self.strings,
                 concepts: sorted

@@ -153,12 +153,11 @@ impl LoincProvider {
             "concept" | "code" => vec![s.code(i)],
             "display" => s.display(i).into_iter().collect(),
             "definition" => s.definition(i).into_iter().collect(),
-            "inactive" if !s.properties(i).any(|p| p.code == "inactive") => vec!["false"],
+            "inactive" if s.property_values(i, "inactive").next().is_none() => vec!["false"],
             "parent" => s.parents(i).map(|p| s.code(p)).collect(),
             "child" => s.children(i).map(|c| s.code(c)).collect(),
             p => s
-                .properties(i)
-                .filter(|v| v.code == p)
+                .property_values(i, p)
                 .flat_map(|v| {
                     let display = (v.kind == PropKind::Coding).then_some(v.display).flatten();
                     std::iter::once(v.value).chain(display)
@@ -194,8 +193,7 @@ impl LoincProvider {
                 let lists: Vec<&str> = target()
                     .map(|t| {
                         self.store
-                            .properties(t)
-                            .filter(|p| p.code == "answer-list")
+                            .property_values(t, "answer-list")
                             .map(|p| p.value)
                             .collect()
                     })
@@ -205,8 +203,8 @@ impl LoincProvider {
                     .into_iter()
                     .filter(|&i| {
                         self.store
-                            .properties(i)
-                            .any(|p| p.code == "AnswerList" && lists.contains(&p.value))
+                            .property_values(i, "AnswerList")
+                            .any(|p| lists.contains(&p.value))
                     })
                     .collect()
             }

@@ -1,13 +1,13 @@
 //! The LOINC store: one memory-mapped file of string tables and per-concept index ranges, written by
 //! [`super::build`] and read by the [`super::provider::LoincProvider`].
 //!
-//! Layout (format 1, all integers little-endian): an 8-byte magic `THOTHLNC`, the format number (u32), the
+//! Layout (format 2, all integers little-endian): an 8-byte magic `THOTHLNC`, the format number (u32), the
 //! number of sections (u32), then per section its byte offset and length (u64 each); each section starts on
 //! an 8-byte boundary. Sections, in order:
 //!
 //! | # | section | content |
 //! |---|---|---|
-//! | 0 | meta | JSON: the CodeSystem resource without concepts (`shell`) and the import counts (`stats`) |
+//! | 0 | meta | JSON: the CodeSystem resource without concepts (`shell`), the import counts (`stats`), the string id of each property code (`property_ids`) |
 //! | 1 | string starts | u32 per string: its start in section 2 (a string ends where the next starts) |
 //! | 2 | string bytes | UTF-8 |
 //! | 3 | concepts | per concept, sorted by code: code, display, definition (string ids, `u32::MAX` = none) |
@@ -33,7 +33,7 @@ use std::path::Path;
 pub const NONE: u32 = u32::MAX;
 const MAGIC: &[u8; 8] = b"THOTHLNC";
 /// The store format written and read; another number is refused with a message to import again.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 const SECTIONS: usize = 16;
 const HEADER: usize = 16 + SECTIONS * 16;
 
@@ -106,6 +106,7 @@ pub(super) struct ConceptParts<'a> {
 /// Everything [`write`] writes.
 pub(super) struct Parts<'a> {
     pub shell: &'a Value,
+    pub property_ids: &'a serde_json::Map<String, Value>,
     pub stats: &'a LoincStats,
     pub strings: &'a Interner,
     pub concepts: Vec<ConceptParts<'a>>,
@@ -125,6 +126,7 @@ pub(super) fn write(target: &Path, p: &Parts<'_>) -> Result<(), LoadError> {
     let s = p.stats;
     let meta = json!({
         "shell": p.shell,
+        "property_ids": p.property_ids,
         "stats": {
             "version": s.version, "terms": s.terms, "parts": s.parts, "answer_lists": s.answer_lists,
             "answers": s.answers, "designations": s.designations, "missing_files": s.missing_files,
@@ -217,6 +219,7 @@ pub struct LoincStore {
     shell: Value,
     stats: LoincStats,
     len: usize,
+    property_ids: std::collections::HashMap<String, u32>,
 }
 
 impl std::fmt::Debug for LoincStore {
@@ -313,7 +316,14 @@ impl LoincStore {
                 .collect(),
         };
         let len = sections[Sec::Concepts as usize].1 / 12;
+        let property_ids = meta["property_ids"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), u32::try_from(v.as_u64()?).ok()?)))
+            .collect();
         Ok(LoincStore {
+            property_ids,
             shell: meta["shell"].clone(),
             stats,
             len,
@@ -454,25 +464,37 @@ impl LoincStore {
 
     /// The properties of concept `i`, in import order.
     pub fn properties(&self, i: u32) -> impl Iterator<Item = StoredProperty<'_>> {
-        self.range(Sec::PropStarts, i).filter_map(move |p| {
-            let kind = PropKind::from_u32(self.word(Sec::Props, p * 4 + 1))?;
-            let raw = self.word(Sec::Props, p * 4 + 2);
-            let value = match kind {
-                PropKind::Boolean => {
-                    if raw == 1 {
-                        "true"
-                    } else {
-                        "false"
-                    }
+        self.range(Sec::PropStarts, i)
+            .filter_map(move |p| self.property_at(p))
+    }
+
+    /// The values of property `code` of concept `i` (a Coding's code, or the text): the property code is
+    /// compared by string id, so other properties are not decoded.
+    pub fn property_values(&self, i: u32, code: &str) -> impl Iterator<Item = StoredProperty<'_>> {
+        let id = self.property_ids.get(code).copied().unwrap_or(NONE);
+        self.range(Sec::PropStarts, i)
+            .filter(move |&p| id != NONE && self.word(Sec::Props, p * 4) == id)
+            .filter_map(move |p| self.property_at(p))
+    }
+
+    fn property_at(&self, p: usize) -> Option<StoredProperty<'_>> {
+        let kind = PropKind::from_u32(self.word(Sec::Props, p * 4 + 1))?;
+        let raw = self.word(Sec::Props, p * 4 + 2);
+        let value = match kind {
+            PropKind::Boolean => {
+                if raw == 1 {
+                    "true"
+                } else {
+                    "false"
                 }
-                _ => self.str(raw).unwrap_or_default(),
-            };
-            Some(StoredProperty {
-                code: self.str(self.word(Sec::Props, p * 4)).unwrap_or_default(),
-                kind,
-                value,
-                display: self.str(self.word(Sec::Props, p * 4 + 3)),
-            })
+            }
+            _ => self.str(raw).unwrap_or_default(),
+        };
+        Some(StoredProperty {
+            code: self.str(self.word(Sec::Props, p * 4)).unwrap_or_default(),
+            kind,
+            value,
+            display: self.str(self.word(Sec::Props, p * 4 + 3)),
         })
     }
 
