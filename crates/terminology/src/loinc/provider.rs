@@ -6,7 +6,7 @@ use super::store::{LoincStore, PropKind, StoredProperty};
 use super::{LOINC_URL, all_loinc_value_set, answer_list_value_set};
 use crate::codesystem::{CodeSystem, Concept, Designation, PropertyValue};
 use crate::error::{LoadError, TxError};
-use crate::provider::{CodeSystemProvider, Detail, MapTarget, Selection};
+use crate::provider::{CodeSystemProvider, Detail, MapTarget, Page, PageRequest, Selection};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -256,6 +256,65 @@ impl LoincProvider {
         }
     }
 
+    /// The codes an include with these `filters` selects, in code order (`only`: of those codes alone).
+    fn select_idx(
+        &self,
+        filters: &[Value],
+        only: Option<&[String]>,
+        path: &str,
+    ) -> Result<Vec<u32>, TxError> {
+        let meta = self.code_system();
+        let mut candidates: Vec<u32> = match only {
+            Some(codes) => {
+                let mut v: Vec<u32> = codes.iter().filter_map(|c| self.store.find(c)).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+            None => (0..self.store.len() as u32).collect(),
+        };
+        for (fi, f) in filters.iter().enumerate() {
+            // The generic compiler gives the errors (no value, unknown operator, bad regex) in its words.
+            crate::filter::Filter::compile(&meta, f, &format!("{path}.filter[{fi}]"))?;
+            candidates = self.apply(f, candidates);
+        }
+        Ok(candidates)
+    }
+
+    /// Deprecated (`inactive = true`), as `Concept::is_inactive` reads the compiled concept.
+    fn inactive(&self, i: u32) -> bool {
+        self.store
+            .property_values(i, "inactive")
+            .next()
+            .is_some_and(|p| p.value == "true")
+    }
+
+    /// The display of concept `i` in `languages`, as `context::display_in` picks it from the compiled concept.
+    fn display_for(&self, i: u32, languages: Option<&str>) -> Option<&str> {
+        let s = &self.store;
+        if let Some(langs) = languages {
+            let cs_lang = self.shell["language"].as_str().unwrap_or("en");
+            for lang in crate::context::parse_languages(langs) {
+                if lang == "*" {
+                    break;
+                }
+                if crate::context::lang_matches(&lang, cs_lang) && s.display(i).is_some() {
+                    return s.display(i);
+                }
+                if let Some(d) = s.designations(i).find(|d| {
+                    d.language
+                        .is_some_and(|l| crate::context::lang_matches(&lang, l))
+                }) {
+                    return Some(d.value);
+                }
+                if crate::context::refuses_other_languages(langs) {
+                    return None;
+                }
+            }
+        }
+        s.display(i)
+    }
+
     fn keep(&self, candidates: Vec<u32>, property: &str, test: impl Fn(&str) -> bool) -> Vec<u32> {
         candidates
             .into_iter()
@@ -313,28 +372,51 @@ impl CodeSystemProvider for LoincProvider {
         only: Option<&[String]>,
         path: &str,
     ) -> Result<Selection, TxError> {
-        let meta = self.code_system();
-        let mut candidates: Vec<u32> = match only {
-            Some(codes) => {
-                let mut v: Vec<u32> = codes.iter().filter_map(|c| self.store.find(c)).collect();
-                v.sort_unstable();
-                v.dedup();
-                v
-            }
-            None => (0..self.store.len() as u32).collect(),
-        };
-        for (fi, f) in filters.iter().enumerate() {
-            // The generic compiler gives the errors (no value, unknown operator, bad regex) in its words.
-            crate::filter::Filter::compile(&meta, f, &format!("{path}.filter[{fi}]"))?;
-            candidates = self.apply(f, candidates);
-        }
         Ok(Selection {
-            codes: candidates
+            codes: self
+                .select_idx(filters, only, path)?
                 .into_iter()
                 .map(|i| self.store.code(i).to_string())
                 .collect(),
             unclosed: None,
         })
+    }
+
+    fn expand_page(
+        &self,
+        filters: &[Value],
+        req: &PageRequest<'_>,
+        path: &str,
+    ) -> Option<Result<Page, TxError>> {
+        let selection = match self.select_idx(filters, None, path) {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        let selected = selection.len();
+        let text = req.text.map(str::to_lowercase);
+        // What the general path keeps: active concepts when asked, and the text filter over the code and
+        // the display shown in the requested languages.
+        let kept: Vec<u32> = selection
+            .into_iter()
+            .filter(|&i| !(req.active_only && self.inactive(i)))
+            .filter(|&i| {
+                text.as_deref().is_none_or(|f| {
+                    let display = self.display_for(i, req.languages).unwrap_or_default();
+                    crate::expansion::text_matches(self.store.code(i), display, f)
+                })
+            })
+            .collect();
+        Some(Ok(Page {
+            selected,
+            total: kept.len(),
+            codes: kept
+                .iter()
+                .skip(req.offset)
+                .take(req.count)
+                .map(|&i| self.store.code(i).to_string())
+                .collect(),
+            unclosed: None,
+        }))
     }
 
     fn quiet_inactive(&self) -> bool {

@@ -430,6 +430,32 @@ fn the_store_answers_as_the_json_model_did() {
         "{nonempty} of {}",
         filters.len()
     );
+    // Paged expansions of one filtered include (the provider pages them itself): the page, the total, the
+    // text filter over the displays, activeOnly.
+    for f in [
+        json!([]),
+        json!([{"property": "CLASSTYPE", "op": "=", "value": "1"}]),
+        json!([{"property": "concept", "op": "is-a", "value": "LP14082-9"}]),
+    ] {
+        let vs = json!({"resourceType": "ValueSet", "url": "http://example.org/vs", "status": "active",
+            "compose": {"include": [{"system": "http://loinc.org", "filter": f}]}});
+        for extra in [
+            json!([]),
+            json!([{"name": "filter", "valueString": "urin"}]),
+            json!([{"name": "filter", "valueString": "bact cult"}]),
+            json!([{"name": "activeOnly", "valueBoolean": true}, {"name": "offset", "valueInteger": 7}]),
+        ] {
+            for lang in [None, Some("en"), Some("en-US, de;q=0.5")] {
+                let mut list = vec![
+                    json!({"name": "valueSet", "resource": vs}),
+                    json!({"name": "count", "valueInteger": 15}),
+                ];
+                list.extend(extra.as_array().unwrap().iter().cloned());
+                let out = same(Operation::Expand, parameters(Value::Array(list)), lang);
+                assert!(out["expansion"]["total"].is_number(), "{out}");
+            }
+        }
+    }
     for url in ["http://loinc.org/vs", "http://loinc.org/vs/LL6136-7"] {
         for extra in [
             json!({"name": "filter", "valueString": "urin"}),
