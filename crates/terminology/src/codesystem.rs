@@ -201,6 +201,9 @@ pub struct CodeSystem {
     pub provider: Option<Arc<dyn CodeSystemProvider>>,
     /// Canonicals (`url|version`) of the supplements merged into this copy, as `used-supplement` reports them.
     pub applied_supplements: Vec<String>,
+    /// The supplements merged into this copy, kept so that concepts a provider compiles later for a request
+    /// get them too (a provider's code system has no concepts to merge them into up front).
+    pub supplement_sources: Vec<Arc<CodeSystem>>,
     index: HashMap<String, usize>,
     lower_index: HashMap<String, usize>,
 }
@@ -249,6 +252,7 @@ impl CodeSystem {
             resource: resource.clone(),
             provider: None,
             applied_supplements: Vec::new(),
+            supplement_sources: Vec::new(),
         };
         if let Some(list) = r.get("concept").and_then(Value::as_array) {
             for c in list {
@@ -445,6 +449,7 @@ impl CodeSystem {
             let source = s.versioned_url();
             if !out.applied_supplements.contains(&source) {
                 out.applied_supplements.push(source.clone());
+                out.supplement_sources.push(s.clone());
             }
             for p in &s.properties {
                 if out.property_def(&p.code).is_none() {

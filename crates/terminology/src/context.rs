@@ -142,7 +142,10 @@ impl<'a> Ctx<'a> {
     /// `cs` with the concepts `codes` compiled, when a provider serves it; `cs` itself otherwise.
     pub fn compile(&self, cs: &Arc<CodeSystem>, codes: &[&str], detail: Detail) -> Arc<CodeSystem> {
         match &cs.provider {
-            Some(p) => Arc::new(p.compile(codes, self.opts.display_language.as_deref(), detail)),
+            Some(p) => Arc::new(with_sources(
+                cs,
+                p.compile(codes, self.opts.display_language.as_deref(), detail),
+            )),
             None => cs.clone(),
         }
     }
@@ -373,6 +376,15 @@ fn is_language_pack(cs: &CodeSystem) -> bool {
                 && e["valueCode"] == "lang-pack"
         })
     })
+}
+
+/// `compiled` (concepts a provider compiled for `cs`) with the supplements that were applied to `cs`.
+pub fn with_sources(cs: &CodeSystem, compiled: CodeSystem) -> CodeSystem {
+    if cs.supplement_sources.is_empty() {
+        compiled
+    } else {
+        compiled.with_supplements(&cs.supplement_sources)
+    }
 }
 
 /// Splits `url|version`.

@@ -55,6 +55,15 @@ pub fn lookup(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     let cs = resolve(ctx, &system, version.as_deref())?;
     if let Some(p) = &cs.provider {
         let properties = params.strs("property");
+        if let Some(codes) = p.lookup_codes(&code) {
+            let codes: Vec<&str> = codes.iter().map(String::as_str).collect();
+            let compiled = ctx.compile(&cs, &codes, crate::provider::Detail::Validation);
+            let Some(i) = compiled.find(&code) else {
+                return Err(unknown_code(&cs, &code));
+            };
+            let display = ctx.display(&compiled, &compiled.concepts[i]);
+            return Ok(concept_answer(&compiled, i, display, &properties));
+        }
         return p
             .lookup(&code, ctx.opts.display_language.as_deref(), &properties)
             .ok_or_else(|| unknown_code(&cs, &code));

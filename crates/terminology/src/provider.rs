@@ -113,6 +113,14 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
     /// The `$lookup` answer for `code` (a Parameters resource), None when the code is unknown.
     fn lookup(&self, code: &str, languages: Option<&str>, properties: &[String]) -> Option<Value>;
 
+    /// The codes to compile for the generic `$lookup` answer of `code` (the code first, then the parents and
+    /// children it names); `None` when the provider answers `$lookup` itself ([`Self::lookup`]). The generic
+    /// answer takes the request's supplements into account.
+    fn lookup_codes(&self, code: &str) -> Option<Vec<String>> {
+        let _ = code;
+        None
+    }
+
     /// The codes among `codes` (in their order) that the expansion's text `filter` could match, found through the
     /// provider's own text index: a superset of what the generic filter over displays keeps, so an expansion
     /// compiles only the candidates instead of every selected concept. `None` when the provider has no index

@@ -823,10 +823,13 @@ fn check_in_cs(ctx: &Ctx<'_>, cs: &CodeSystem, coding: &Coding, check: &mut Chec
     let compiled;
     let cs = match &cs.provider {
         Some(p) => {
-            compiled = p.compile(
-                &[coding.code.as_str()],
-                ctx.opts.display_language.as_deref(),
-                crate::provider::Detail::Validation,
+            compiled = crate::context::with_sources(
+                cs,
+                p.compile(
+                    &[coding.code.as_str()],
+                    ctx.opts.display_language.as_deref(),
+                    crate::provider::Detail::Validation,
+                ),
             );
             &compiled
         }

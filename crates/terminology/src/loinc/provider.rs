@@ -437,6 +437,25 @@ impl CodeSystemProvider for LoincProvider {
         })
     }
 
+    fn lookup_codes(&self, code: &str) -> Option<Vec<String>> {
+        // Unknown codes get the generic unknown-code answer.
+        let Some(i) = self.store.find(code) else {
+            return Some(Vec::new());
+        };
+        let mut codes = vec![self.store.code(i).to_string()];
+        codes.extend(
+            self.store
+                .parents(i)
+                .map(|p| self.store.code(p).to_string()),
+        );
+        codes.extend(
+            self.store
+                .children(i)
+                .map(|c| self.store.code(c).to_string()),
+        );
+        Some(codes)
+    }
+
     fn lookup(&self, code: &str, languages: Option<&str>, properties: &[String]) -> Option<Value> {
         let i = self.store.find(code)?;
         // The concept first, then its parents and children, so that the answer can name them.

@@ -456,6 +456,54 @@ fn the_store_answers_as_the_json_model_did() {
             }
         }
     }
+    // A supplement carried in the request (a language pack, applied unnamed; and one named by useSupplement).
+    for lang_pack in [true, false] {
+        let mut sup = json!({"resourceType": "CodeSystem", "url": "http://example.org/loinc-fr",
+            "version": "1", "status": "active", "content": "supplement", "supplements": "http://loinc.org",
+            "concept": [{"code": "14394-1", "designation": [{"language": "fr-FR", "value": "Azote uréique"}]},
+                {"code": "LP14082-9", "designation": [{"language": "fr-FR", "value": "Bactéries"}]}]});
+        if lang_pack {
+            sup["extension"] = json!([{"url": "http://hl7.org/fhir/StructureDefinition/codesystem-supplement-type",
+                "valueCode": "lang-pack"}]);
+        }
+        let mut common = vec![json!({"name": "tx-resource", "resource": sup})];
+        if !lang_pack {
+            common.push(
+                json!({"name": "useSupplement", "valueCanonical": "http://example.org/loinc-fr|1"}),
+            );
+        }
+        let with = |extra: Value| {
+            let mut l = common.clone();
+            l.extend(extra.as_array().unwrap().iter().cloned());
+            parameters(Value::Array(l))
+        };
+        for code in ["14394-1", "LP14082-9"] {
+            same(
+                Operation::Lookup,
+                with(json!([{"name": "system", "valueUri": "http://loinc.org"},
+                {"name": "code", "valueCode": code}])),
+                Some("fr-FR"),
+            );
+            for d in ["Azote uréique", "Bactéries"] {
+                same(
+                    Operation::ValidateCs,
+                    with(json!([{"name": "url", "valueUri": "http://loinc.org"},
+                    {"name": "code", "valueCode": code}, {"name": "display", "valueString": d}])),
+                    Some("fr-FR"),
+                );
+            }
+        }
+        let vs = json!({"resourceType": "ValueSet", "url": "http://example.org/vs", "status": "active",
+            "compose": {"include": [{"system": "http://loinc.org", "filter": [
+                {"property": "concept", "op": "is-a", "value": "LP14082-9"}]}]}});
+        same(
+            Operation::Expand,
+            with(json!([{"name": "valueSet", "resource": vs},
+            {"name": "includeDesignations", "valueBoolean": true},
+            {"name": "excludeNested", "valueBoolean": true}])),
+            Some("fr-FR"),
+        );
+    }
     for url in ["http://loinc.org/vs", "http://loinc.org/vs/LL6136-7"] {
         for extra in [
             json!({"name": "filter", "valueString": "urin"}),
