@@ -43,6 +43,8 @@ pub struct SnomedProvider {
     outside: RoaringBitmap,
     /// The active concepts.
     active: RoaringBitmap,
+    /// Every concept (what an include without filters selects).
+    all: RoaringBitmap,
     /// Concepts in expansion order, built on the first expansion that pages (a sort of every SCTID).
     text_order: OnceLock<paging::TextOrder>,
     /// Evaluated includes of recent expansions, by their definition (filters, text filter, activeOnly,
@@ -93,9 +95,11 @@ impl SnomedProvider {
             Some(root) => &active - store.descendants_bitmap(root, true),
             None => RoaringBitmap::new(),
         };
+        let all = store.all_concepts();
         Arc::new_cyclic(|me| SnomedProvider {
             outside,
             active,
+            all,
             store,
             version,
             edition,
@@ -329,7 +333,7 @@ impl SnomedProvider {
                 }
                 ("concept" | "code", "is-not-a") => {
                     let below = store.descendants_bitmap(self.filter_concept(value, &fpath)?, true);
-                    let b = store.all_concepts() - &below;
+                    let b = &self.all - &below;
                     rules.push(ExprRule::NotBelow(below));
                     b
                 }
@@ -370,7 +374,7 @@ impl SnomedProvider {
                 ("inactive", "=") => {
                     rules.push(ExprRule::Never);
                     if value == "true" {
-                        store.all_concepts() - &self.active
+                        &self.all - &self.active
                     } else {
                         self.active.clone()
                     }
@@ -410,7 +414,7 @@ impl SnomedProvider {
             None
         };
         // Without filters: every concept of the edition, active or not.
-        let set = set.unwrap_or_else(|| store.all_concepts());
+        let set = set.unwrap_or_else(|| self.all.clone());
         Ok(Filtered {
             set,
             rules,
@@ -453,7 +457,12 @@ impl SnomedProvider {
                 let hits = store.search(&search).map_err(|e| {
                     TxError::invalid(format!("The filter '{text}' cannot be searched: {e}"))
                 })?;
-                let candidates: RoaringBitmap = hits.iter().map(|h| h.concept.0).collect();
+                // Sorted first: a bitmap built in order appends instead of searching its containers.
+                let mut ids: Vec<u32> = hits.iter().map(|h| h.concept.0).collect();
+                drop(hits);
+                ids.sort_unstable();
+                ids.dedup();
+                let candidates = RoaringBitmap::from_sorted_iter(ids).unwrap_or_default();
                 let selected = candidates.len() as usize;
                 let mut candidates = candidates;
                 if req.active_only {
