@@ -33,6 +33,8 @@ pub struct SearchRequest<'a> {
     pub constraint: Option<&'a RoaringBitmap>,
     /// Only these description kinds (empty: FSNs and synonyms, not definitions).
     pub kinds: Vec<DescriptionKind>,
+    /// Only the descriptions in this bitmap of dense indexes (the preferred terms of a language, say).
+    pub descriptions: Option<&'a RoaringBitmap>,
 }
 
 impl<'a> SearchRequest<'a> {
@@ -50,6 +52,7 @@ impl<'a> SearchRequest<'a> {
             refsets: Vec::new(),
             constraint: None,
             kinds: Vec::new(),
+            descriptions: None,
         }
     }
 }
@@ -114,6 +117,9 @@ impl Store {
         self.search_index().walk(tokens, fuzzy, req.max_hits, |d| {
             // The raw record decides; the term is decoded only to drop duplicates (a search without early exit
             // visits every matching description).
+            if req.descriptions.is_some_and(|b| !b.contains(d.0)) {
+                return false;
+            }
             let rec = &descs[d.0 as usize];
             let kind = match rec.kind {
                 0 => DescriptionKind::Fsn,

@@ -46,8 +46,7 @@ pub struct PageRequest<'a> {
 /// One page of an include's expansion.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Page {
-    /// Codes the filters (and the text filter's index lookup) select before the display test and
-    /// `activeOnly`: what the too-costly refusal of an unpaged include counts.
+    /// Codes the include's filters select, before the text filter and `activeOnly`.
     pub selected: usize,
     /// Codes in the whole expansion (`expansion.total`).
     pub total: usize,

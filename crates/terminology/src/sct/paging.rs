@@ -78,7 +78,7 @@ impl TextOrder {
 pub(super) struct Matched {
     /// The concepts of the expansion (after `activeOnly` and the text filter).
     pub set: RoaringBitmap,
-    /// The selection before the display test and `activeOnly` (what the too-costly rule counts).
+    /// The include's selection before the text filter and `activeOnly`.
     pub selected: usize,
     pub unclosed: Option<Option<String>>,
 }
