@@ -708,6 +708,12 @@ impl Store {
         self.descs().len() as u32
     }
 
+    /// A description's term alone (cheaper than [`Self::description`] when only the text is read).
+    pub fn description_term(&self, idx: DescriptionIdx) -> &str {
+        let d = &self.descs()[idx.0 as usize];
+        self.heap_str(d.term_off, d.term_len)
+    }
+
     /// A description by dense index.
     pub fn description(&self, idx: DescriptionIdx) -> Description<'_> {
         let d = &self.descs()[idx.0 as usize];

@@ -486,10 +486,11 @@ impl SnomedProvider {
                 let mut ids: Vec<u32> = hits
                     .iter()
                     .filter(|h| !req.active_only || self.active.contains(h.concept.0))
+                    // The code part of the rule cannot match: the filter has a letter, codes are digits.
                     .filter(|h| {
                         crate::expansion::text_matches(
-                            &h.concept_id.get().to_string(),
-                            store.description(h.description).term,
+                            "",
+                            store.description_term(h.description),
                             &lower,
                         )
                     })
