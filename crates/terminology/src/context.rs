@@ -161,16 +161,27 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .filter(|c| c.content != Content::Supplement)
             .collect();
-        pick(&all, version, |c| c.version.as_deref()).cloned()
+        pick(
+            &all,
+            version,
+            |c| c.version.as_deref(),
+            |c| c.resource["date"].as_str(),
+        )
+        .cloned()
     }
 
     /// A supplement with canonical `url` (and version).
     pub fn find_supplement(&self, url: &str) -> Option<Arc<CodeSystem>> {
         let (u, v) = split_canonical(url);
         let all = self.cs_versions(u);
-        pick(&all, v, |c| c.version.as_deref())
-            .filter(|c| c.content == Content::Supplement)
-            .cloned()
+        pick(
+            &all,
+            v,
+            |c| c.version.as_deref(),
+            |c| c.resource["date"].as_str(),
+        )
+        .filter(|c| c.content == Content::Supplement)
+        .cloned()
     }
 
     /// The value set an operation is asked about: the `valueSet` resource in the request, else the one named by
@@ -212,7 +223,13 @@ impl<'a> Ctx<'a> {
                 .map(|(_, v)| v.as_str())
         });
         let pick_from = |items: &[Arc<Value>]| -> Option<Arc<Value>> {
-            pick(items, version, |r: &Arc<Value>| r["version"].as_str()).cloned()
+            pick(
+                items,
+                version,
+                |r: &Arc<Value>| r["version"].as_str(),
+                |r: &Arc<Value>| r["date"].as_str(),
+            )
+            .cloned()
         };
         pick_from(self.overlay.value_set_versions(url))
             .or_else(|| pick_from(self.base.value_set_versions(url)))
@@ -222,7 +239,13 @@ impl<'a> Ctx<'a> {
     pub fn find_cm(&self, canonical: &str) -> Option<Arc<Value>> {
         let (url, version) = split_canonical(canonical);
         let pick_from = |items: &[Arc<Value>]| -> Option<Arc<Value>> {
-            pick(items, version, |r: &Arc<Value>| r["version"].as_str()).cloned()
+            pick(
+                items,
+                version,
+                |r: &Arc<Value>| r["version"].as_str(),
+                |r: &Arc<Value>| r["date"].as_str(),
+            )
+            .cloned()
         };
         pick_from(self.overlay.concept_map_versions(url))
             .or_else(|| pick_from(self.base.concept_map_versions(url)))

@@ -190,11 +190,47 @@ pub fn compare_versions(a: &str, b: &str) -> Ordering {
     }
 }
 
-/// Picks the version of `items` matching `version` (newest match), or the newest when `version` is None.
+/// Whether a version is a calendar date (`2018-08-12`, `20180812`): a scheme of its own, not comparable with
+/// dotted release numbers.
+fn is_date_version(v: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match v.split('-').collect::<Vec<_>>().as_slice() {
+        [y, m, d] => {
+            y.len() == 4 && m.len() == 2 && d.len() == 2 && digits(y) && digits(m) && digits(d)
+        }
+        [ymd] => ymd.len() == 8 && digits(ymd),
+        _ => false,
+    }
+}
+
+/// Orders two resources by version, newest last. Versions of different schemes (a date and a release number,
+/// as HL7's 2018 copies of v3 code systems in the R4 package against terminology.hl7.org's `3.1.0`) say nothing
+/// about which is newer, so the resources' `date`s decide when both have one.
+pub fn compare_resource_versions(
+    a: Option<&str>,
+    a_date: Option<&str>,
+    b: Option<&str>,
+    b_date: Option<&str>,
+) -> Ordering {
+    let (a, b) = (a.unwrap_or(""), b.unwrap_or(""));
+    if let (true, Some(ad), Some(bd)) = (is_date_version(a) != is_date_version(b), a_date, b_date) {
+        // ISO dates (and dateTimes) order as text on their date part.
+        let day = |d: &str| d.get(..10).unwrap_or(d).to_string();
+        let o = day(ad).cmp(&day(bd));
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    compare_versions(a, b)
+}
+
+/// Picks the version of `items` matching `version` (newest match), or the newest when `version` is None;
+/// `date_of` gives a resource's `date`, which orders versions of different schemes.
 pub fn pick<'a, T>(
     items: &'a [T],
     version: Option<&str>,
     version_of: impl Fn(&T) -> Option<&str>,
+    date_of: impl Fn(&T) -> Option<&str>,
 ) -> Option<&'a T> {
     let mut best: Option<&T> = None;
     for it in items {
@@ -209,7 +245,7 @@ pub fn pick<'a, T>(
         best = match best {
             None => Some(it),
             Some(b) => {
-                if compare_versions(v.unwrap_or(""), version_of(b).unwrap_or(""))
+                if compare_resource_versions(v, date_of(it), version_of(b), date_of(b))
                     == Ordering::Greater
                 {
                     Some(it)

@@ -537,3 +537,38 @@ fn a_value_set_without_url_is_unidentified() {
         "The provided code 'http://hl7.org/fhir/test/CodeSystem/simple#code1' was not found in the value set '(unidentified)'"
     );
 }
+
+#[test]
+fn versions_of_different_schemes_are_ordered_by_date() {
+    // The R4 package's copy of a v3 code system is versioned by date; terminology.hl7.org's by release number.
+    let cs = |version: &str, date: &str, display: &str| {
+        json!({"resourceType": "CodeSystem", "url": "http://example.org/cs", "version": version,
+               "date": date, "status": "active", "content": "complete",
+               "concept": [{"code": "a", "display": display}]})
+    };
+    let lookup = |resources: Vec<Value>| {
+        let mut registry = Registry::new();
+        for r in resources {
+            registry.add(r);
+        }
+        let out = Terminology::new(registry, Config::default())
+            .run(
+                Operation::Lookup,
+                &Params::from_json(&json!({"parameter": [
+                    {"name": "system", "valueUri": "http://example.org/cs"},
+                    {"name": "code", "valueCode": "a"}
+                ]})),
+                None,
+            )
+            .unwrap();
+        param(&out, "version").unwrap()["valueString"].clone()
+    };
+    let old = cs("2018-08-12", "2018-08-12T00:00:00+10:00", "Old");
+    let new = cs("3.1.0", "2024-02-28", "New");
+    assert_eq!(lookup(vec![old.clone(), new.clone()]), "3.1.0");
+    assert_eq!(lookup(vec![new, old]), "3.1.0");
+    // Versions of one scheme keep their own order, whatever the dates say.
+    let a = cs("1.0.0", "2024-01-01", "A");
+    let b = cs("2.0.0", "2020-01-01", "B");
+    assert_eq!(lookup(vec![a, b]), "2.0.0");
+}
