@@ -227,7 +227,12 @@ fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, 
     }
     let offset = opts.offset.unwrap_or(0);
     let paged = opts.count.is_some() || offset > 0;
-    let nest = opts.exclude_nested != Some(true) && !paged && opts.filter.is_none();
+    // A compose that excludes codes is listed flat, as tx.fhir.org lists it: the codes left no longer form the
+    // code system's tree (an excluded parent would have its children re-hung elsewhere).
+    let excludes = vs["compose"]["exclude"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty());
+    let nest = opts.exclude_nested != Some(true) && !paged && opts.filter.is_none() && !excludes;
     let contains = if prepaged {
         entries.iter().map(|e| render_entry(ctx, e)).collect()
     } else if nest {

@@ -572,3 +572,27 @@ fn versions_of_different_schemes_are_ordered_by_date() {
     let b = cs("2.0.0", "2020-01-01", "B");
     assert_eq!(lookup(vec![a, b]), "2.0.0");
 }
+
+#[test]
+fn a_compose_with_excludes_expands_flat() {
+    let mut params = tx_test_file("tho/expand-vs-act-exclusion-request.json");
+    params["parameter"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "tx-resource", "resource": tx_test_file("tho/cs-act-reason.json")}));
+    let vs = Terminology::new(Registry::new(), Config::default())
+        .run(Operation::Expand, &Params::from_json(&params), None)
+        .unwrap();
+    let contains = vs["expansion"]["contains"].as_array().unwrap();
+    assert_eq!(vs["expansion"]["total"], 251);
+    assert_eq!(contains.len(), 251, "every code at the top level");
+    assert!(contains.iter().all(|c| c.get("contains").is_none()));
+    // Without the exclude, the same code system keeps its hierarchy.
+    let whole = &mut params["parameter"][0]["resource"]["compose"];
+    whole.as_object_mut().unwrap().remove("exclude");
+    let vs = Terminology::new(Registry::new(), Config::default())
+        .run(Operation::Expand, &Params::from_json(&params), None)
+        .unwrap();
+    let contains = vs["expansion"]["contains"].as_array().unwrap();
+    assert!(contains.iter().any(|c| c.get("contains").is_some()));
+}
