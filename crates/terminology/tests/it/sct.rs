@@ -560,6 +560,20 @@ fn paged_expansions_are_slices_of_the_whole_expansion() {
             format!("{SCT}?fhir_vs=isa/10200004"),
             vec![json!({"name": "displayLanguage", "valueCode": "en-US"})],
         ),
+        (
+            format!("{SCT}?fhir_vs"),
+            vec![
+                json!({"name": "filter", "valueString": "dis"}),
+                json!({"name": "displayLanguage", "valueCode": "en-GB"}),
+            ],
+        ),
+        (
+            format!("{SCT}?fhir_vs=isa/10200004"),
+            vec![
+                json!({"name": "filter", "valueString": "inf"}),
+                json!({"name": "displayLanguage", "valueCode": "fr,en;q=0.5"}),
+            ],
+        ),
         (ecl("<< 404684003 : 363698007 = << 123037004"), vec![]),
         (
             ecl("< 138875005"),
