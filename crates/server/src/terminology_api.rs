@@ -125,6 +125,14 @@ async fn type_level(
     if id.starts_with('$') {
         let op = operation(kind, &id)
             .ok_or_else(|| ApiError::NotFound(format!("no operation {id} on {ty}")))?;
+        // The common single-code GETs are answered right here: microseconds of work, not worth a trip to the
+        // blocking pool. Anything the fast path does not handle (it says so with None) takes the general path.
+        if method == Method::GET
+            && let Some(tx) = &state.terminology
+            && let Some(answer) = tx.run_fast(op, &query, accept_language(&headers).as_deref())
+        {
+            return Ok(([("content-type", "application/fhir+json")], answer).into_response());
+        }
         let params = read_params(&method, &query, &body)?;
         return run(state, op, params, &headers).await;
     }

@@ -31,6 +31,7 @@ mod csv;
 mod error;
 mod expand;
 mod expansion;
+mod fast;
 mod filter;
 mod icd10cm;
 mod loinc;

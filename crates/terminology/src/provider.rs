@@ -93,6 +93,14 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
         true
     }
 
+    /// Whether `code` is among the codes an include with these `filters` selects, when the provider can tell
+    /// without evaluating the selection (for SNOMED CT `is-a` is one subsumption test); `None` when it cannot,
+    /// and then [`Self::select`] decides.
+    fn contains(&self, filters: &[Value], code: &str) -> Option<bool> {
+        let _ = (filters, code);
+        None
+    }
+
     /// A name for the version served, shown after it in messages (`International Edition`).
     fn version_label(&self) -> Option<&str> {
         None

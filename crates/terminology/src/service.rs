@@ -173,6 +173,11 @@ impl Terminology {
         }
     }
 
+    /// A request's context without parameters: what the fast path resolves code systems and value sets in.
+    pub(crate) fn plain_context(&self) -> Ctx<'_> {
+        self.context(&Params::default(), None)
+    }
+
     /// `$batch-validate-code`: each `validation` is a `$validate-code` of its own, with the batch's other
     /// parameters as defaults that its own parameters override (`lenient-display-validation` per item).
     fn batch_validate(

@@ -822,6 +822,26 @@ impl CodeSystemProvider for SnomedProvider {
         path: &str,
     ) -> Result<Selection, TxError> {
         let store = &*self.store;
+        // A validation asks about a few plain codes: a subsumption test per code answers `is-a` without
+        // building the descendants bitmap (122,081 concepts under |Clinical finding|, milliseconds a request).
+        if let Some(codes) = only
+            && let Some(found) = codes
+                .iter()
+                .map(|c| self.contains(filters, c).map(|inside| (c, inside)))
+                .collect::<Option<Vec<_>>>()
+        {
+            let unclosed = if filters.is_empty() {
+                Some(Some(GRAMMAR.to_string()))
+            } else {
+                Some(None)
+            };
+            let codes = found
+                .into_iter()
+                .filter(|(_, inside)| *inside)
+                .map(|(c, _)| c.clone())
+                .collect();
+            return Ok(Selection { codes, unclosed });
+        }
         let Filtered {
             set,
             rules,
@@ -883,6 +903,33 @@ impl CodeSystemProvider for SnomedProvider {
                 .collect(),
         };
         Ok(Selection { codes, unclosed })
+    }
+
+    /// Plain concept ids against `concept`/`code` filters `is-a`, `descendent-of` and `=` (the implicit
+    /// `isa/X` value sets), and against no filter (all of SNOMED CT, active or not); anything else (expressions,
+    /// other filters, an unknown filter concept, which is an error) is left to [`Self::select`].
+    fn contains(&self, filters: &[Value], code: &str) -> Option<bool> {
+        if !is_plain_id(code) {
+            return None;
+        }
+        let idx = self.idx(code);
+        let mut inside = idx.is_some();
+        for f in filters {
+            let property = f["property"].as_str()?;
+            let op = f["op"].as_str()?;
+            if !matches!(property, "concept" | "code") {
+                return None;
+            }
+            let target = self.idx(f["value"].as_str()?)?;
+            let Some(c) = idx else { continue };
+            inside &= match op {
+                "is-a" => self.store.is_a(c, target),
+                "descendent-of" => c != target && self.store.is_a(c, target),
+                "=" => c == target,
+                _ => return None,
+            };
+        }
+        Some(inside)
     }
 
     fn subsumes(&self, a: &str, b: &str) -> Result<&'static str, String> {
