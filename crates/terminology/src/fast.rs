@@ -153,8 +153,7 @@ fn lookup(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     let code = q.get("code")?;
     let cs = code_system(ctx, q.get("system")?)?;
     if let Some(p) = &cs.provider {
-        let answer = p.lookup(code, None, &[])?;
-        return serde_json::to_vec(&answer).ok();
+        return p.lookup_text(code);
     }
     let i = cs.find(code)?;
     let c = &cs.concepts[i];

@@ -128,6 +128,13 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// The JSON text of [`Self::lookup`] without languages or properties asked for (the common request), for
+    /// the fast path; a provider may write it directly instead of building the `Value`.
+    fn lookup_text(&self, code: &str) -> Option<Vec<u8>> {
+        self.lookup(code, None, &[])
+            .and_then(|v| serde_json::to_vec(&v).ok())
+    }
+
     /// The codes among `codes` (in their order) that the expansion's text `filter` could match, found through the
     /// provider's own text index: a superset of what the generic filter over displays keeps, so an expansion
     /// compiles only the candidates instead of every selected concept. `None` when the provider has no index

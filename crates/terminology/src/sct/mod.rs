@@ -1095,6 +1095,133 @@ impl CodeSystemProvider for SnomedProvider {
         Some(json!({"resourceType": "Parameters", "parameter": out}))
     }
 
+    /// [`Self::lookup`] of a plain concept id with every default property, written as the text
+    /// `serde_json` makes of that `Value` (the parts in the same order) without building it: the lookup answer
+    /// is the largest of the single-code operations, dozens of objects. Expressions take the `Value` path.
+    fn lookup_text(&self, code: &str) -> Option<Vec<u8>> {
+        if !is_plain_id(code) {
+            return self
+                .lookup(code, None, &[])
+                .and_then(|v| serde_json::to_vec(&v).ok());
+        }
+        let refsets = self.refsets_for(None);
+        let store = &*self.store;
+        let focus = self.idx(code)?;
+        let concept = store.concept(focus);
+        let mut descs: Vec<_> = store
+            .descriptions(focus)
+            .filter(|d| d.active && d.kind != DescriptionKind::Definition)
+            .collect();
+        descs.sort_by_key(|d| d.id.get());
+        let mut out = Vec::with_capacity(4096);
+        let text = |out: &mut Vec<u8>, s: &str| {
+            let _ = serde_json::to_writer(&mut *out, s);
+        };
+        out.extend_from_slice(
+            br#"{"resourceType":"Parameters","parameter":[{"name":"abstract","valueBoolean":false},{"name":"code","valueCode":"#,
+        );
+        text(&mut out, code);
+        out.push(b'}');
+        for d in &descs {
+            out.extend_from_slice(
+                br#",{"name":"designation","part":[{"name":"language","valueCode":"#,
+            );
+            text(&mut out, d.language);
+            out.extend_from_slice(
+                br#"},{"name":"use","valueCoding":{"system":"http://snomed.info/sct","code":""#,
+            );
+            out.extend_from_slice(d.type_id.get().to_string().as_bytes());
+            out.extend_from_slice(if d.kind == DescriptionKind::Fsn {
+                br#"","display":"Fully specified name"}},{"name":"value","valueString":"#.as_slice()
+            } else {
+                br#"","display":"Synonym"}},{"name":"value","valueString":"#.as_slice()
+            });
+            text(&mut out, d.term);
+            out.extend_from_slice(b"}]}");
+        }
+        out.extend_from_slice(br#",{"name":"display","valueString":"#);
+        text(&mut out, &self.term(focus, &refsets).unwrap_or_default());
+        out.extend_from_slice(br#"},{"name":"name","valueString":"#);
+        text(&mut out, &format!("{SCT}|{}", self.version));
+        out.push(b'}');
+        // (code, value) as the `Value` path sorts them (as text), and the property's JSON.
+        let mut props: Vec<(String, String, Vec<u8>)> = Vec::new();
+        // Concepts are named by their dense index where the store has it: a binary search over half a
+        // million concept rows per property is most of the time otherwise.
+        let mut coded = |code: String,
+                         code_display: Option<String>,
+                         value: u64,
+                         value_idx: Option<ConceptIdx>| {
+            let mut p = Vec::with_capacity(256);
+            p.extend_from_slice(br#",{"name":"property","part":[{"name":"code","valueCode":"#);
+            text(&mut p, &code);
+            p.push(b'}');
+            if let Some(d) = code_display {
+                p.extend_from_slice(br#",{"name":"code-display","valueString":"#);
+                text(&mut p, &d);
+                p.push(b'}');
+            }
+            if let Some(d) = value_idx.and_then(|i| self.term(i, &refsets)) {
+                p.extend_from_slice(br#",{"name":"description","valueString":"#);
+                text(&mut p, &d);
+                p.push(b'}');
+            }
+            let value = value.to_string();
+            p.extend_from_slice(br#",{"name":"value","valueCode":""#);
+            p.extend_from_slice(value.as_bytes());
+            p.extend_from_slice(br#""}]}"#);
+            props.push((code, value, p));
+        };
+        let mut attributes: Vec<(u64, u64, Option<ConceptIdx>, Option<ConceptIdx>)> = store
+            .relationships(focus)
+            .filter(|r| r.is_inferred_active() && r.type_id != consts::IS_A)
+            .map(|r| {
+                (
+                    r.type_id.get(),
+                    r.destination_id.get(),
+                    r.type_idx,
+                    r.destination,
+                )
+            })
+            .collect();
+        attributes.sort_unstable();
+        attributes.dedup();
+        for (t, v, ti, vi) in attributes {
+            coded(
+                t.to_string(),
+                ti.and_then(|i| self.term(i, &refsets)),
+                v,
+                vi,
+            );
+        }
+        for &p in store.parents(focus) {
+            coded("parent".into(), None, store.id_of(p).get(), Some(p));
+        }
+        for &c in store.children(focus) {
+            coded("child".into(), None, store.id_of(c).get(), Some(c));
+        }
+        let module = concept.module.get();
+        coded("module".into(), None, module, self.idx_of_id(module));
+        let mut effective = br#",{"name":"property","part":[{"name":"code","valueCode":"effectiveTime"},{"name":"value","valueDateTime":"#.to_vec();
+        text(&mut effective, &snomed::format_date(concept.effective_time));
+        effective.extend_from_slice(b"}]}");
+        props.push(("effectiveTime".into(), String::new(), effective));
+        let inactive = if concept.active {
+            br#",{"name":"property","part":[{"name":"code","valueCode":"inactive"},{"name":"value","valueBoolean":false}]}"#.to_vec()
+        } else {
+            br#",{"name":"property","part":[{"name":"code","valueCode":"inactive"},{"name":"value","valueBoolean":true}]}"#.to_vec()
+        };
+        props.push(("inactive".into(), String::new(), inactive));
+        props.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        for (_, _, p) in &props {
+            out.extend_from_slice(p);
+        }
+        out.extend_from_slice(br#",{"name":"system","valueUri":"http://snomed.info/sct"},{"name":"version","valueString":"#);
+        text(&mut out, &self.version);
+        out.extend_from_slice(b"}]}");
+        Some(out)
+    }
+
     fn implicit_value_set(&self, url: &str) -> Option<Value> {
         let query = url.strip_prefix(SCT)?.strip_prefix("?fhir_vs")?;
         let include = |filter: Option<Value>| {
