@@ -207,3 +207,28 @@ async fn xml_request_bodies_are_read() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{out}");
     assert_eq!(out["resourceType"], "OperationOutcome");
 }
+
+/// A single-code GET is answered by the fast path on the async worker; a POST of the same query takes the
+/// general path. Both must give the same bytes, in JSON and (through the format layer) in XML, and an unknown
+/// code must still be the general path's OperationOutcome.
+#[tokio::test]
+async fn single_code_gets_answer_as_the_general_path() {
+    for query in [
+        "CodeSystem/$lookup?system=http://example.org/colours&code=dark-red",
+        "CodeSystem/$validate-code?url=http://example.org/colours&code=blue",
+        "CodeSystem/$subsumes?system=http://example.org/colours&codeA=red&codeB=dark-red",
+        "CodeSystem/$lookup?system=http://example.org/colours&code=red&_format=xml",
+        "CodeSystem/$lookup?system=http://example.org/colours&code=green",
+    ] {
+        let uri = format!("/fhir/{query}");
+        let get = crate::send(app(), Request::get(&uri).body(Body::empty()).unwrap()).await;
+        let post = crate::send(app(), Request::post(&uri).body(Body::empty()).unwrap()).await;
+        assert_eq!(get, post, "{query}");
+        if query.ends_with("green") {
+            assert_eq!(get.0, StatusCode::NOT_FOUND, "{}", get.2);
+            assert!(get.2.contains("OperationOutcome"), "{}", get.2);
+        } else {
+            assert_eq!(get.0, StatusCode::OK, "{}", get.2);
+        }
+    }
+}

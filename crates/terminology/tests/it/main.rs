@@ -1,6 +1,7 @@
 //! Integration tests of the terminology crate, over the HL7 conformance suites' own resources in ../shared.
 
 mod expansion_cache;
+mod fast;
 mod icd10cm;
 mod languages;
 mod loinc;

@@ -1,0 +1,352 @@
+//! The fast path of the single-code operations against the general path, over real content: every concept of
+//! the SNOMED CT subset in ../shared/tx-ecosystem/tx-source/snomed, every LOINC code of the LOINC subset, and
+//! a sample of ICD-10-CM. Where the fast path answers, its bytes must be those of the general path's answer;
+//! where the general path fails, the fast path must decline. Each shape also has to be answered by the fast
+//! path for most codes, so that a fast path that always declined would fail here.
+
+use crate::shared;
+use serde_json::Value;
+use std::sync::Arc;
+use terminology::{
+    Config, Operation, Params, Registry, SnomedProvider, Terminology, import_icd10cm, import_loinc,
+};
+
+const SCT: &str = "http://snomed.info/sct";
+const LOINC: &str = "http://loinc.org";
+const ICD: &str = "http://hl7.org/fhir/sid/icd-10-cm";
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    tx: Terminology,
+    sct_codes: Vec<String>,
+    loinc_codes: Vec<String>,
+    icd_codes: Vec<String>,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("snomed");
+    let subset = shared().join("tx-ecosystem/tx-source/snomed");
+    snomed::import_with(
+        std::slice::from_ref(&subset),
+        &root,
+        &snomed::NoProgress,
+        &snomed::ImportOptions::unpublished(),
+    )
+    .unwrap();
+    let store = Arc::new(snomed::Store::open(&root).unwrap());
+    let mut registry = Registry::new();
+    let loinc = import_loinc(&shared().join("tx-ecosystem/tx-source/loinc"), Some("2.82")).unwrap();
+    for r in loinc.resources {
+        registry.add(r);
+    }
+    let (icd, _) =
+        import_icd10cm(&shared().join("data/icd10cm/icd10c-tabular-April-1-2026.xml.gz")).unwrap();
+    registry.add(icd);
+    let codes_of = |registry: &Registry, url: &str| -> Vec<String> {
+        registry.code_system_versions(url)[0]
+            .concepts
+            .iter()
+            .map(|c| c.code.clone())
+            .collect()
+    };
+    let loinc_codes = codes_of(&registry, LOINC);
+    // ICD-10-CM has 98,000 codes: every 23rd, with the chapters and blocks at the top of the list.
+    let icd_codes = codes_of(&registry, ICD).into_iter().step_by(23).collect();
+    let concepts =
+        std::fs::read_to_string(subset.join("Terminology/sct2_Concept_Snapshot_INT_20250909.txt"))
+            .unwrap();
+    let sct_codes: Vec<String> = concepts
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split('\t').next())
+        .map(str::to_string)
+        .collect();
+    assert!(
+        sct_codes.len() > 2000,
+        "{} SNOMED CT concepts",
+        sct_codes.len()
+    );
+    let tx =
+        Terminology::new(registry, Config::default()).with_provider(SnomedProvider::new(store));
+    Fixture {
+        _dir: dir,
+        tx,
+        sct_codes,
+        loinc_codes,
+        icd_codes,
+    }
+}
+
+/// Counts of one comparison: requests, and those the fast path answered.
+#[derive(Default, Debug)]
+struct Tally {
+    asked: usize,
+    fast: usize,
+}
+
+impl Fixture {
+    /// Runs `query` both ways and compares.
+    fn same(&self, op: Operation, query: &[(&str, &str)], tally: &mut Tally) {
+        let query: Vec<(String, String)> = query
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let general = self.tx.run(op, &Params::from_query(&query), None);
+        let fast = self.tx.run_fast(op, &query, None);
+        tally.asked += 1;
+        match (general, fast) {
+            (Ok(g), Some(f)) => {
+                tally.fast += 1;
+                let g = serde_json::to_string(&g).unwrap();
+                let f = String::from_utf8(f).unwrap();
+                assert_eq!(f, g, "{op:?} {query:?}: the fast path answers differently");
+                // And it is JSON.
+                let _: Value = serde_json::from_str(&f).unwrap();
+            }
+            (Ok(_), None) => {}
+            (Err(e), Some(f)) => panic!(
+                "{op:?} {query:?}: the general path fails ({e}) but the fast path answers {}",
+                String::from_utf8_lossy(&f)
+            ),
+            (Err(_), None) => {}
+        }
+    }
+}
+
+fn assert_mostly_fast(what: &str, t: &Tally, share: f64) {
+    assert!(
+        t.fast as f64 >= share * t.asked as f64,
+        "{what}: the fast path answered {} of {} requests",
+        t.fast,
+        t.asked
+    );
+}
+
+#[test]
+fn the_fast_path_answers_byte_for_byte_as_the_general_path() {
+    let f = fixture();
+    // Codes nobody has, and texts that are not codes: the fast path must leave their errors to the general path.
+    let bogus = [
+        "",
+        "0",
+        "123456789",
+        "not-a-code",
+        "404684003 |finding|",
+        "A00.0.0",
+    ];
+
+    // SNOMED CT: every concept of the subset.
+    let mut t = Tally::default();
+    for code in f.sct_codes.iter().map(String::as_str).chain(bogus) {
+        f.same(
+            Operation::Lookup,
+            &[("system", SCT), ("code", code)],
+            &mut t,
+        );
+    }
+    assert_mostly_fast(
+        "SNOMED CT lookup",
+        &t,
+        0.99 * f.sct_codes.len() as f64 / t.asked as f64,
+    );
+
+    let mut t = Tally::default();
+    for code in f.sct_codes.iter().map(String::as_str).chain(bogus) {
+        f.same(
+            Operation::ValidateCs,
+            &[("url", SCT), ("code", code)],
+            &mut t,
+        );
+    }
+    assert_mostly_fast("SNOMED CT CodeSystem/$validate-code", &t, 0.9);
+
+    // Implicit value sets: is-a of the subset's hierarchies, all of SNOMED CT, and a refset (not a fast shape).
+    let mut t = Tally::default();
+    let isa: Vec<String> = [
+        "404684003",
+        "138875005",
+        "71388002",
+        "123037004",
+        "363787002",
+    ]
+    .iter()
+    .map(|c| format!("{SCT}?fhir_vs=isa/{c}"))
+    .chain([format!("{SCT}?fhir_vs")])
+    .collect();
+    for vs in &isa {
+        for code in f
+            .sct_codes
+            .iter()
+            .step_by(3)
+            .map(String::as_str)
+            .chain(bogus)
+        {
+            f.same(
+                Operation::ValidateVs,
+                &[("url", vs), ("system", SCT), ("code", code)],
+                &mut t,
+            );
+        }
+    }
+    assert_mostly_fast("SNOMED CT ValueSet/$validate-code", &t, 0.9);
+
+    let mut t = Tally::default();
+    for w in f.sct_codes.windows(2).step_by(2) {
+        let (a, b) = (w[0].as_str(), w[1].as_str());
+        for (x, y) in [(a, b), (b, a), (a, a), (a, "138875005"), ("138875005", a)] {
+            f.same(
+                Operation::Subsumes,
+                &[("system", SCT), ("codeA", x), ("codeB", y)],
+                &mut t,
+            );
+        }
+    }
+    assert_mostly_fast("SNOMED CT subsumes", &t, 0.9);
+
+    // Implicit concept maps: the history associations of the subset (REPLACED BY and another one).
+    let mut t = Tally::default();
+    for map in ["900000000000526001", "734139008"] {
+        let url = format!("{SCT}?fhir_cm={map}");
+        for code in f.sct_codes.iter().map(String::as_str) {
+            f.same(
+                Operation::Translate,
+                &[("url", &url), ("system", SCT), ("code", code)],
+                &mut t,
+            );
+        }
+    }
+    assert_mostly_fast("SNOMED CT translate", &t, 0.9);
+
+    // LOINC: every code of the subset (terms, parts, answer lists, answers).
+    let mut t = Tally::default();
+    for code in f.loinc_codes.iter().map(String::as_str).chain(bogus) {
+        f.same(
+            Operation::Lookup,
+            &[("system", LOINC), ("code", code)],
+            &mut t,
+        );
+        f.same(
+            Operation::ValidateCs,
+            &[("url", LOINC), ("code", code)],
+            &mut t,
+        );
+    }
+    assert_mostly_fast("LOINC lookup and validate-code", &t, 0.5);
+    // The general path evaluates all of LOINC per request here: a sample.
+    let mut t = Tally::default();
+    for code in f
+        .loinc_codes
+        .iter()
+        .step_by(7)
+        .map(String::as_str)
+        .chain(bogus)
+    {
+        f.same(
+            Operation::ValidateVs,
+            &[
+                ("url", "http://loinc.org/vs"),
+                ("system", LOINC),
+                ("code", code),
+            ],
+            &mut t,
+        );
+    }
+    assert_mostly_fast("LOINC ValueSet/$validate-code", &t, 0.5);
+    let mut t = Tally::default();
+    for w in f.loinc_codes.windows(2).step_by(5) {
+        f.same(
+            Operation::Subsumes,
+            &[("system", LOINC), ("codeA", &w[0]), ("codeB", &w[1])],
+            &mut t,
+        );
+    }
+    assert_mostly_fast("LOINC subsumes", &t, 0.9);
+
+    // ICD-10-CM.
+    let mut t = Tally::default();
+    for code in f.icd_codes.iter().map(String::as_str).chain(bogus) {
+        f.same(
+            Operation::Lookup,
+            &[("system", ICD), ("code", code)],
+            &mut t,
+        );
+        f.same(
+            Operation::ValidateCs,
+            &[("url", ICD), ("code", code)],
+            &mut t,
+        );
+    }
+    assert_mostly_fast("ICD-10-CM lookup and validate-code", &t, 0.9);
+    let mut t = Tally::default();
+    for w in f.icd_codes.windows(2) {
+        f.same(
+            Operation::Subsumes,
+            &[("system", ICD), ("codeA", &w[0]), ("codeB", &w[1])],
+            &mut t,
+        );
+    }
+    assert_mostly_fast("ICD-10-CM subsumes", &t, 0.9);
+}
+
+#[test]
+fn the_fast_path_leaves_other_shapes_to_the_general_path() {
+    let f = fixture();
+    let q = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let code = ("code", "404684003");
+    for (op, query, lang) in [
+        // A display to check, a property list, a version, a language: the general path's.
+        (
+            Operation::ValidateCs,
+            q(&[("url", SCT), code, ("display", "Clinical finding")]),
+            None,
+        ),
+        (
+            Operation::Lookup,
+            q(&[("system", SCT), code, ("property", "parent")]),
+            None,
+        ),
+        (
+            Operation::Lookup,
+            q(&[("system", SCT), code, ("version", "x")]),
+            None,
+        ),
+        (Operation::Lookup, q(&[("system", SCT), code]), Some("de")),
+        (
+            Operation::Lookup,
+            q(&[("system", SCT), code, ("code", "138875005")]),
+            None,
+        ),
+        // An ECL value set is evaluated, not answered from the closure.
+        (
+            Operation::ValidateVs,
+            q(&[
+                ("url", &format!("{SCT}?fhir_vs=ecl/<< 404684003")),
+                ("system", SCT),
+                code,
+            ]),
+            None,
+        ),
+        (
+            Operation::Expand,
+            q(&[("url", &format!("{SCT}?fhir_vs=isa/404684003"))]),
+            None,
+        ),
+    ] {
+        assert!(
+            f.tx.run_fast(op, &query, lang).is_none(),
+            "{op:?} {query:?} {lang:?} should take the general path"
+        );
+    }
+    // Parameters named with `_` are the server's (`_format`), not the operation's.
+    let with_format = q(&[("system", SCT), code, ("_format", "json")]);
+    assert!(
+        f.tx.run_fast(Operation::Lookup, &with_format, None)
+            .is_some()
+    );
+}
