@@ -67,10 +67,6 @@ impl Out {
         let _ = serde_json::to_writer(&mut self.buf, s);
     }
 
-    fn value(&mut self, v: &Value) {
-        let _ = serde_json::to_writer(&mut self.buf, v);
-    }
-
     /// Starts the next entry of `parameter`.
     fn entry(&mut self) {
         if !self.first {
@@ -155,97 +151,11 @@ fn lookup(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     if let Some(p) = &cs.provider {
         return p.lookup_text(code);
     }
+    // A FHIR code system's answer is the general path's own (its designations and properties follow the
+    // resource); what is saved here is the request's parsing, context and trip to the blocking pool.
     let i = cs.find(code)?;
-    let c = &cs.concepts[i];
-    let mut out = Out::new();
-    out.param_str("code", "valueCode", &c.code);
-    out.param_str("system", "valueUri", &cs.url);
-    if let Some(n) = cs.name.as_ref().or(cs.title.as_ref()) {
-        out.param_str("name", "valueString", n);
-    }
-    if let Some(v) = &cs.version {
-        out.param_str("version", "valueString", v);
-    }
-    if let Some(d) = &c.display {
-        out.param_str("display", "valueString", d);
-    }
-    if let Some(d) = &c.definition {
-        out.param_str("definition", "valueString", d);
-    }
-    out.param_bool("abstract", cs.is_abstract(i));
-    for d in &c.designations {
-        out.entry();
-        out.raw(r#"{"name":"designation","part":["#);
-        if let Some(l) = &d.language {
-            out.raw(r#"{"name":"language","valueCode":"#);
-            out.string(l);
-            out.raw("},");
-        }
-        if let Some(u) = &d.use_ {
-            out.raw(r#"{"name":"use","valueCoding":"#);
-            out.value(u);
-            out.raw("},");
-        }
-        out.raw(r#"{"name":"value","valueString":"#);
-        out.string(&d.value);
-        out.raw("}]}");
-    }
-    // A property: code, description, then the value object with `name` after its `value[x]`.
-    let property = |out: &mut Out,
-                    code: &str,
-                    description: Option<&str>,
-                    key: &str,
-                    value: &dyn Fn(&mut Out)| {
-        out.entry();
-        out.raw(r#"{"name":"property","part":[{"name":"code","valueCode":"#);
-        out.string(code);
-        out.raw("}");
-        if let Some(d) = description {
-            out.raw(r#",{"name":"description","valueString":"#);
-            out.string(d);
-            out.raw("}");
-        }
-        out.raw(",{");
-        out.string(key);
-        out.raw(":");
-        value(out);
-        out.raw(r#","name":"value"}]}"#);
-    };
-    for &p in &c.parents {
-        let pc = &cs.concepts[p];
-        property(
-            &mut out,
-            "parent",
-            pc.display.as_deref(),
-            "valueCode",
-            &|o| o.string(&pc.code),
-        );
-    }
-    for &ch in &c.children {
-        let cc = &cs.concepts[ch];
-        property(
-            &mut out,
-            "child",
-            cc.display.as_deref(),
-            "valueCode",
-            &|o| o.string(&cc.code),
-        );
-    }
-    let inactive = c.is_inactive();
-    property(&mut out, "inactive", None, "valueBoolean", &|o| {
-        o.raw(if inactive { "true" } else { "false" })
-    });
-    for p in &c.properties {
-        if matches!(p.code.as_str(), "parent" | "child" | "inactive") {
-            continue;
-        }
-        // `{key: value, "name": "value"}` has another shape when the key is `name` itself.
-        if p.key == "name" {
-            return None;
-        }
-        property(&mut out, &p.code, None, &p.key, &|o| o.value(&p.value));
-    }
-    Some(out.finish())
+    let display = ctx.display(&cs, &cs.concepts[i]);
+    serde_json::to_vec(&crate::lookup::concept_answer(&cs, i, display, &[])).ok()
 }
 
 fn subsumes(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
@@ -277,23 +187,29 @@ struct Valid {
 }
 
 /// Checks `code` in `cs` as the general path's `check_in_cs` does, when that finds nothing to say: the code
-/// exists with exactly this spelling, and (for a FHIR code system) is neither inactive nor deprecated.
-fn check_code(cs: &CodeSystem, code: &str) -> Option<Valid> {
-    match &cs.provider {
+/// exists with exactly this spelling, has no status note (inactive where the code system reports it,
+/// deprecated), and no provider note.
+fn check_code(ctx: &Ctx<'_>, cs: &CodeSystem, code: &str) -> Option<Valid> {
+    let compiled;
+    let (cs, quiet) = match &cs.provider {
         Some(p) => {
-            let compiled = p.compile(&[code], None, Detail::Validation);
-            let c = &compiled.concepts[compiled.find(code)?];
-            (c.code == code && p.code_notes(code).is_empty()).then(|| Valid {
-                display: c.display.clone(),
-            })
+            if !p.code_notes(code).is_empty() {
+                return None;
+            }
+            compiled = p.compile(&[code], None, Detail::Validation);
+            (&compiled, p.quiet_inactive())
         }
-        None => {
-            let c = &cs.concepts[cs.find(code)?];
-            (c.code == code && !c.is_inactive() && !c.is_deprecated()).then(|| Valid {
-                display: c.display.clone(),
-            })
-        }
-    }
+        None => (cs, false),
+    };
+    let c = &cs.concepts[cs.find(code)?];
+    let noted = if c.is_inactive() {
+        !quiet
+    } else {
+        c.is_deprecated()
+    };
+    (c.code == code && !noted).then(|| Valid {
+        display: ctx.display(cs, c),
+    })
 }
 
 /// The parameters of a validation answer before `message`, `issues` and `result`.
@@ -314,7 +230,7 @@ fn validate_cs(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     if status_label(&cs.resource).is_some() {
         return None;
     }
-    let valid = check_code(&cs, code)?;
+    let valid = check_code(ctx, &cs, code)?;
     let mut out = Out::new();
     write_valid(&mut out, code, &valid, &cs);
     out.param_bool("result", true);
@@ -364,7 +280,7 @@ fn validate_vs(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
         return None;
     }
     let inside = include_contains(&cs, include, code)?;
-    let valid = check_code(&cs, code)?;
+    let valid = check_code(ctx, &cs, code)?;
     let mut out = Out::new();
     write_valid(&mut out, code, &valid, &cs);
     if !inside {

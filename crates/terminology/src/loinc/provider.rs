@@ -423,6 +423,12 @@ impl CodeSystemProvider for LoincProvider {
         false
     }
 
+    /// The whole code system (no filter) holds every code spelled as stored; a code in another case, or a
+    /// filter, is for [`Self::select`].
+    fn contains(&self, filters: &[Value], code: &str) -> Option<bool> {
+        (filters.is_empty() && self.store.find_exact(code).is_some()).then_some(true)
+    }
+
     fn subsumes(&self, a: &str, b: &str) -> Result<&'static str, String> {
         let ia = self.store.find(a).ok_or_else(|| a.to_string())?;
         let ib = self.store.find(b).ok_or_else(|| b.to_string())?;

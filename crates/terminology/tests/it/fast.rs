@@ -8,7 +8,8 @@ use crate::shared;
 use serde_json::Value;
 use std::sync::Arc;
 use terminology::{
-    Config, Operation, Params, Registry, SnomedProvider, Terminology, import_icd10cm, import_loinc,
+    Config, LoincProvider, Operation, Params, Registry, SnomedProvider, Terminology,
+    import_icd10cm, import_loinc_store,
 };
 
 const SCT: &str = "http://snomed.info/sct";
@@ -36,10 +37,21 @@ fn fixture() -> Fixture {
     .unwrap();
     let store = Arc::new(snomed::Store::open(&root).unwrap());
     let mut registry = Registry::new();
-    let loinc = import_loinc(&shared().join("tx-ecosystem/tx-source/loinc"), Some("2.82")).unwrap();
-    for r in loinc.resources {
+    // LOINC as served: the subset's store behind its provider.
+    let loinc_path = dir.path().join("loinc.store");
+    import_loinc_store(
+        &shared().join("tx-ecosystem/tx-source/loinc"),
+        Some("2.82"),
+        &loinc_path,
+    )
+    .unwrap();
+    let loinc = LoincProvider::open(&loinc_path).unwrap();
+    for r in loinc.resources() {
         registry.add(r);
     }
+    let loinc_codes: Vec<String> = (0..loinc.store().len() as u32)
+        .map(|i| loinc.store().code(i).to_string())
+        .collect();
     let (icd, _) =
         import_icd10cm(&shared().join("data/icd10cm/icd10c-tabular-April-1-2026.xml.gz")).unwrap();
     registry.add(icd);
@@ -50,7 +62,6 @@ fn fixture() -> Fixture {
             .map(|c| c.code.clone())
             .collect()
     };
-    let loinc_codes = codes_of(&registry, LOINC);
     // ICD-10-CM has 98,000 codes: every 23rd, with the chapters and blocks at the top of the list.
     let icd_codes = codes_of(&registry, ICD).into_iter().step_by(23).collect();
     let concepts =
@@ -67,8 +78,9 @@ fn fixture() -> Fixture {
         "{} SNOMED CT concepts",
         sct_codes.len()
     );
-    let tx =
-        Terminology::new(registry, Config::default()).with_provider(SnomedProvider::new(store));
+    let tx = Terminology::new(registry, Config::default())
+        .with_provider(SnomedProvider::new(store))
+        .with_provider(loinc);
     Fixture {
         _dir: dir,
         tx,
