@@ -149,6 +149,15 @@ fn lookup(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     let code = q.get("code")?;
     let cs = code_system(ctx, q.get("system")?)?;
     if let Some(p) = &cs.provider {
+        // As the general path: the generic answer over the compiled concepts when the provider asks for it.
+        if let Some(codes) = p.lookup_codes(code) {
+            let codes: Vec<&str> = codes.iter().map(String::as_str).collect();
+            let compiled = ctx.compile(&cs, &codes, Detail::Validation);
+            let i = compiled.find(code)?;
+            let display = ctx.display(&compiled, &compiled.concepts[i]);
+            return serde_json::to_vec(&crate::lookup::concept_answer(&compiled, i, display, &[]))
+                .ok();
+        }
         return p.lookup_text(code);
     }
     // A FHIR code system's answer is the general path's own (its designations and properties follow the
