@@ -164,6 +164,9 @@ pub struct Evaluated {
     /// A provider's include admits more codes than it lists (SNOMED CT expressions), with the reason to give
     /// when there is one.
     pub unclosed: Option<Option<String>>,
+    /// The codes include examples standing for an infinite grammar (UCUM's common units): the expansion is
+    /// returned whole, never refused as too costly.
+    pub examples: bool,
 }
 
 /// The canonical `url|version` of a value set resource.
@@ -584,6 +587,7 @@ fn evaluate_include(
             if ev.unclosed.is_some() {
                 out.unclosed = ev.unclosed;
             }
+            out.examples |= ev.examples;
             // An imported value set contributes its codes, not its code system's hierarchy: tx.fhir.org lists
             // them flat.
             let mut imported_set = ev.set;
@@ -653,6 +657,7 @@ fn provider_include(
     if let Some(reason) = selection.unclosed.take() {
         out.unclosed = Some(reason);
     }
+    out.examples |= provider.expands_to_examples();
     // An expansion with a text filter compiles only the concepts the provider's index says could match (the
     // generic filter then decides on the displays), not every selected concept.
     if probe.is_none()
@@ -661,7 +666,11 @@ fn provider_include(
     {
         selection.codes = candidates;
     }
-    if probe.is_none() && ctx.opts.count.is_none() && selection.codes.len() > ctx.max_expansion {
+    if probe.is_none()
+        && ctx.opts.count.is_none()
+        && !provider.expands_to_examples()
+        && selection.codes.len() > ctx.max_expansion
+    {
         // tx.fhir.org names the value set by its URL alone here.
         let url = container["url"].as_str().unwrap_or_default();
         return Err(TxError::new(

@@ -23,6 +23,7 @@
 //! assert_eq!(answer["parameter"].as_array().unwrap().last().unwrap()["valueBoolean"], true);
 //! ```
 
+mod builtin;
 mod bundle;
 mod cache;
 mod codesystem;
@@ -46,6 +47,7 @@ mod time;
 mod translate;
 mod validate;
 
+pub use builtin::{UCUM_URL, UcumProvider};
 pub use bundle::write_bundle;
 pub use codesystem::{CodeSystem, Concept, Content};
 pub use error::{ErrorKind, Issue, LoadError, Severity, TX_ISSUE_TYPE, TxError, operation_outcome};

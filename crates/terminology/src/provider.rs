@@ -101,6 +101,13 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// Whether an include without concepts expands to a fixed list of examples standing for an infinite
+    /// grammar (UCUM's common units): such an expansion is unclosed and returned whole, never refused as too
+    /// costly.
+    fn expands_to_examples(&self) -> bool {
+        false
+    }
+
     /// A name for the version served, shown after it in messages (`International Edition`).
     fn version_label(&self) -> Option<&str> {
         None

@@ -73,17 +73,20 @@ impl Terminology {
     pub fn new(registry: Registry, config: Config) -> Self {
         let expansions =
             crate::cache::Lru::new(config.expansion_cache_entries, config.expansion_cache_bytes);
+        // Grammar-based code systems (UCUM) need no content: every service answers for them.
+        let providers = crate::builtin::builtin_providers(&registry);
         Terminology {
             registry,
             config,
-            providers: Vec::new(),
+            providers,
             expansions,
         }
     }
 
     /// This service with `provider` answering for its code system (it replaces any FHIR resource of that URL).
     pub fn with_provider(mut self, provider: Arc<dyn CodeSystemProvider>) -> Self {
-        self.providers.push(provider);
+        // Before the built-in ones, so that a provider given here answers for a system they also serve.
+        self.providers.insert(0, provider);
         self
     }
 

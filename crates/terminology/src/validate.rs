@@ -314,6 +314,16 @@ fn check_coding_in_vs(
     if let Some(cs) = &cs {
         let before = check.issues.len();
         check_in_cs(ctx, cs, &coding, &mut check);
+        // Why a provider's code is not valid (a UCUM parse error), after the unknown-code error.
+        if !check.ok
+            && let Some(p) = &cs.provider
+        {
+            check.issues.extend(
+                p.code_notes(&coding.code)
+                    .into_iter()
+                    .map(|i| i.at(coding.expr("code"))),
+            );
+        }
         if ctx.opts.membership_only {
             // `valueset-membership-only`: only membership is asked, so what the code system says of the code
             // (unknown, wrong display, status) is neither checked nor reported.

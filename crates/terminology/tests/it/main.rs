@@ -9,6 +9,7 @@ mod operations;
 mod packages;
 mod sct;
 mod supplements;
+mod ucum;
 mod value_set_rules;
 mod versions;
 
