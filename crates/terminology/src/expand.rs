@@ -167,6 +167,8 @@ pub struct Evaluated {
     /// The codes include examples standing for an infinite grammar (UCUM's common units): the expansion is
     /// returned whole, never refused as too costly.
     pub examples: bool,
+    /// The value sets (`url|version`) those examples come from.
+    pub example_sources: Vec<String>,
 }
 
 /// The canonical `url|version` of a value set resource.
@@ -588,6 +590,11 @@ fn evaluate_include(
                 out.unclosed = ev.unclosed;
             }
             out.examples |= ev.examples;
+            for u in ev.example_sources {
+                if !out.example_sources.contains(&u) {
+                    out.example_sources.push(u);
+                }
+            }
             // An imported value set contributes its codes, not its code system's hierarchy: tx.fhir.org lists
             // them flat.
             let mut imported_set = ev.set;
@@ -657,7 +664,16 @@ fn provider_include(
     if let Some(reason) = selection.unclosed.take() {
         out.unclosed = Some(reason);
     }
-    out.examples |= provider.expands_to_examples();
+    if provider.expands_to_examples() {
+        out.examples = true;
+        // Unfiltered, the expansion is that value set's (tx.fhir.org then warns of its status); a filter's
+        // selection is the provider's own.
+        if let Some(u) = provider.examples_source().filter(|_| filters.is_empty())
+            && !out.example_sources.contains(&u)
+        {
+            out.example_sources.push(u);
+        }
+    }
     // An expansion with a text filter compiles only the concepts the provider's index says could match (the
     // generic filter then decides on the displays), not every selected concept.
     if probe.is_none()

@@ -183,7 +183,7 @@ fn prepare(ctx: &Ctx<'_>, params: &Params) -> Result<Prepared, TxError> {
             content_params.push(json!({"name": format!("warning-{label}"), "valueUri": u}));
         }
     }
-    for u in &ev.used_vs {
+    for u in ev.used_vs.iter().chain(&ev.example_sources) {
         let label = ctx
             .find_vs(u)
             .and_then(|v| crate::validate::status_label(&v).map(str::to_string));

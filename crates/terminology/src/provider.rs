@@ -108,6 +108,11 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// The value set (`url|version`) those examples come from, named by an expansion's status warnings.
+    fn examples_source(&self) -> Option<String> {
+        None
+    }
+
     /// A name for the version served, shown after it in messages (`International Edition`).
     fn version_label(&self) -> Option<&str> {
         None

@@ -26,6 +26,8 @@ pub struct UcumProvider {
     /// The valid codes of `ucum-common`, sorted, with the names it gives them.
     common: Vec<(String, Option<String>)>,
     common_index: HashMap<String, usize>,
+    /// `url|version` of that value set.
+    common_source: Option<String>,
     me: Weak<UcumProvider>,
 }
 
@@ -41,9 +43,11 @@ impl UcumProvider {
     /// UCUM, with the common units of the newest `ucum-common` value set in `registry` (none if absent).
     pub fn new(registry: &Registry) -> Arc<UcumProvider> {
         let mut common: Vec<(String, Option<String>)> = Vec::new();
+        let mut common_source = None;
         if let Some(vs) = pick(registry.value_set_versions(COMMON_UNITS), None, |v| {
             v["version"].as_str()
         }) {
+            common_source = Some(crate::expand::vs_canonical(vs));
             for inc in vs["compose"]["include"].as_array().into_iter().flatten() {
                 if inc["system"] != UCUM_URL {
                     continue;
@@ -80,6 +84,7 @@ impl UcumProvider {
             shell,
             common,
             common_index,
+            common_source,
             me: me.clone(),
         })
     }
@@ -276,6 +281,10 @@ impl CodeSystemProvider for UcumProvider {
 
     fn expands_to_examples(&self) -> bool {
         true
+    }
+
+    fn examples_source(&self) -> Option<String> {
+        self.common_source.clone()
     }
 
     fn code_notes(&self, code: &str) -> Vec<Issue> {
