@@ -44,9 +44,12 @@ impl UcumProvider {
     pub fn new(registry: &Registry) -> Arc<UcumProvider> {
         let mut common: Vec<(String, Option<String>)> = Vec::new();
         let mut common_source = None;
-        if let Some(vs) = pick(registry.value_set_versions(COMMON_UNITS), None, |v| {
-            v["version"].as_str()
-        }) {
+        if let Some(vs) = pick(
+            registry.value_set_versions(COMMON_UNITS),
+            None,
+            |v| v["version"].as_str(),
+            |v| v["date"].as_str(),
+        ) {
             common_source = Some(crate::expand::vs_canonical(vs));
             for inc in vs["compose"]["include"].as_array().into_iter().flatten() {
                 if inc["system"] != UCUM_URL {
