@@ -37,7 +37,17 @@ fn wire_of(media: &str) -> Option<Wire> {
 
 /// The answer format a request asks for, and whether it asks for pretty output (`_pretty=true`).
 fn requested(uri: &Uri, headers: &HeaderMap) -> (Wire, bool) {
-    let query: Vec<(String, String)> = Query::try_from_uri(uri).map(|q| q.0).unwrap_or_default();
+    // Most requests name neither parameter: their query is not decoded here a second time.
+    let query: Vec<(String, String)> = match uri.query() {
+        Some(q)
+            if ["_format", "_pretty", "%5F", "%5f"]
+                .iter()
+                .any(|p| q.contains(p)) =>
+        {
+            Query::try_from_uri(uri).map(|q| q.0).unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
     let param = |name: &str| {
         query
             .iter()
