@@ -280,9 +280,9 @@ fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, 
         json!(format!("urn:uuid:{}", uuid::Uuid::new_v4())),
     );
     expansion.insert("timestamp".into(), json!(crate::time::now_instant()));
-    // Examples beyond the size limit are returned whole but without a total, as tx.fhir.org does: the total
-    // would read as the size of a value set that has no end.
-    if !(ev.examples && total > ctx.max_expansion) {
+    // Examples standing for a whole grammar-based system are returned without a total, as tx.fhir.org does:
+    // the total would read as the size of a value set that has no end.
+    if ev.example_sources.is_empty() {
         expansion.insert("total".into(), json!(total));
     }
     // Only a paged expansion says where its page starts.

@@ -47,7 +47,7 @@ mod time;
 mod translate;
 mod validate;
 
-pub use builtin::{UCUM_URL, UcumProvider};
+pub use builtin::{BCP47_URL, Bcp47Provider, UCUM_URL, UcumProvider};
 pub use bundle::write_bundle;
 pub use codesystem::{CodeSystem, Concept, Content};
 pub use error::{ErrorKind, Issue, LoadError, Severity, TX_ISSUE_TYPE, TxError, operation_outcome};

@@ -1,5 +1,6 @@
 //! Integration tests of the terminology crate, over the HL7 conformance suites' own resources in ../shared.
 
+mod bcp47;
 mod expansion_cache;
 mod fast;
 mod icd10cm;

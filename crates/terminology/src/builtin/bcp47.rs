@@ -1,0 +1,243 @@
+//! BCP-47 language tags (`urn:ietf:bcp:47`): every valid tag is a code. Well-formedness and validity (each
+//! language, script, region and variant subtag in the IANA Language Subtag Registry) are the `language-tags`
+//! crate's, which embeds the registry's subtags; tx.fhir.org also wants the registry's case (`en-US`, not
+//! `en-us`). Displays come from the language value sets of the loaded content (HL7 Terminology's `Languages`,
+//! FHIR R4's `languages`), since the embedded registry carries no descriptions.
+
+use crate::codesystem::{CodeSystem, Concept};
+use crate::error::TxError;
+use crate::provider::{CodeSystemProvider, Detail, MapTarget, Selection};
+use crate::registry::{Registry, pick};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+/// The canonical URL of BCP-47 language tags.
+pub const BCP47_URL: &str = "urn:ietf:bcp:47";
+/// The value set whose languages an expansion of all tags lists (as tx.fhir.org does).
+const COMMON_LANGUAGES: &str = "http://terminology.hl7.org/ValueSet/Languages";
+/// Further value sets whose displays name tags (`en-US` "English (United States)").
+const NAMED_TAGS: &[&str] = &[COMMON_LANGUAGES, "http://hl7.org/fhir/ValueSet/languages"];
+
+/// BCP-47 for the terminology operations.
+pub struct Bcp47Provider {
+    shell: Arc<Value>,
+    /// Displays of tags, from the language value sets.
+    names: HashMap<String, String>,
+    /// The tags of `Languages`, sorted.
+    common: Vec<String>,
+    /// `url|version` of `Languages`.
+    common_source: Option<String>,
+    me: Weak<Bcp47Provider>,
+}
+
+impl std::fmt::Debug for Bcp47Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bcp47Provider")
+            .field("names", &self.names.len())
+            .finish()
+    }
+}
+
+/// Whether `tag` is a valid language tag written in the registry's case: language (and extended language)
+/// lower case, script title case, region upper case.
+pub fn valid_tag(tag: &str) -> bool {
+    let Ok(parsed) = language_tags::LanguageTag::parse(tag) else {
+        return false;
+    };
+    // The parser writes the tag in the registry's case: a tag in any other case is not the code.
+    parsed.validate().is_ok() && parsed.as_str() == tag
+}
+
+impl Bcp47Provider {
+    /// BCP-47, with the displays and the common languages of the loaded content.
+    pub fn new(registry: &Registry) -> Arc<Bcp47Provider> {
+        let mut names = HashMap::new();
+        let mut common = Vec::new();
+        let mut common_source = None;
+        for url in NAMED_TAGS {
+            let Some(vs) = pick(
+                registry.value_set_versions(url),
+                None,
+                |v| v["version"].as_str(),
+                |v| v["date"].as_str(),
+            ) else {
+                continue;
+            };
+            if *url == COMMON_LANGUAGES {
+                common_source = Some(crate::expand::vs_canonical(vs));
+            }
+            for inc in vs["compose"]["include"].as_array().into_iter().flatten() {
+                if inc["system"] != BCP47_URL {
+                    continue;
+                }
+                for c in inc["concept"].as_array().into_iter().flatten() {
+                    let Some(code) = c["code"].as_str().filter(|c| valid_tag(c)) else {
+                        continue;
+                    };
+                    if let Some(d) = c["display"].as_str() {
+                        names
+                            .entry(code.to_string())
+                            .or_insert_with(|| d.to_string());
+                    }
+                    if *url == COMMON_LANGUAGES {
+                        common.push(code.to_string());
+                    }
+                }
+            }
+        }
+        common.sort();
+        common.dedup();
+        // tx.fhir.org names no version of BCP-47.
+        let shell = Arc::new(json!({
+            "resourceType": "CodeSystem",
+            "id": "bcp-47",
+            "url": BCP47_URL,
+            "name": "IETF BCP-47 Language Tags",
+            "status": "active",
+            "caseSensitive": true,
+            "content": "not-present",
+        }));
+        Arc::new_cyclic(|me| Bcp47Provider {
+            shell,
+            names,
+            common,
+            common_source,
+            me: me.clone(),
+        })
+    }
+
+    fn me(&self) -> Arc<dyn CodeSystemProvider> {
+        // `self` is only reached through the Arc made in `new`.
+        match self.me.upgrade() {
+            Some(me) => me as Arc<dyn CodeSystemProvider>,
+            None => unreachable!("Bcp47Provider used after its last Arc was dropped"),
+        }
+    }
+
+    /// The display of `tag`: its own name, else its language's name.
+    fn display(&self, tag: &str) -> Option<String> {
+        if let Some(n) = self.names.get(tag) {
+            return Some(n.clone());
+        }
+        let language = language_tags::LanguageTag::parse(tag).ok()?;
+        self.names.get(language.primary_language()).cloned()
+    }
+
+    fn concept(&self, tag: &str) -> Concept {
+        Concept {
+            code: tag.to_string(),
+            display: self.display(tag),
+            definition: None,
+            designations: Vec::new(),
+            properties: Vec::new(),
+            parents: Vec::new(),
+            children: Vec::new(),
+            extensions: Vec::new(),
+        }
+    }
+}
+
+impl CodeSystemProvider for Bcp47Provider {
+    fn system(&self) -> &str {
+        BCP47_URL
+    }
+
+    fn version(&self) -> &str {
+        ""
+    }
+
+    fn code_system(&self) -> Arc<CodeSystem> {
+        Arc::new(CodeSystem::from_provider(
+            self.shell.clone(),
+            self.me(),
+            Vec::new(),
+        ))
+    }
+
+    fn compile(&self, codes: &[&str], _languages: Option<&str>, _detail: Detail) -> CodeSystem {
+        let concepts = codes
+            .iter()
+            .filter(|c| valid_tag(c))
+            .map(|c| self.concept(c))
+            .collect();
+        CodeSystem::from_provider(self.shell.clone(), self.me(), concepts)
+    }
+
+    fn select(
+        &self,
+        filters: &[Value],
+        only: Option<&[String]>,
+        path: &str,
+    ) -> Result<Selection, TxError> {
+        // BCP-47 defines no filters: the generic compiler gives its error for any, and they select nothing.
+        let meta = self.code_system();
+        for (i, f) in filters.iter().enumerate() {
+            crate::filter::Filter::compile(&meta, f, &format!("{path}.filter[{i}]"))?;
+        }
+        if !filters.is_empty() {
+            return Ok(Selection::default());
+        }
+        let codes = match only {
+            Some(codes) => codes.iter().filter(|c| valid_tag(c)).cloned().collect(),
+            // A grammar has no list of its members: tx.fhir.org lists the common languages instead.
+            None => self.common.clone(),
+        };
+        Ok(Selection {
+            codes,
+            unclosed: Some(Some(format!(
+                "The code System '{BCP47_URL}' has a grammar and so has infinite members. This extension is based on {COMMON_LANGUAGES}"
+            ))),
+        })
+    }
+
+    fn quiet_inactive(&self) -> bool {
+        false
+    }
+
+    fn expands_to_examples(&self) -> bool {
+        true
+    }
+
+    fn examples_source(&self) -> Option<String> {
+        self.common_source.clone()
+    }
+
+    fn subsumes(&self, a: &str, b: &str) -> Result<&'static str, String> {
+        for c in [a, b] {
+            if !valid_tag(c) {
+                return Err(c.to_string());
+            }
+        }
+        Ok(if a == b { "equivalent" } else { "not-subsumed" })
+    }
+
+    fn lookup(
+        &self,
+        code: &str,
+        _languages: Option<&str>,
+        _properties: &[String],
+    ) -> Option<Value> {
+        if !valid_tag(code) {
+            return None;
+        }
+        let mut out = vec![
+            json!({"name": "code", "valueCode": code}),
+            json!({"name": "system", "valueUri": BCP47_URL}),
+            json!({"name": "name", "valueString": "IETF BCP-47 Language Tags"}),
+        ];
+        if let Some(d) = self.display(code) {
+            out.push(json!({"name": "display", "valueString": d}));
+        }
+        out.push(json!({"name": "abstract", "valueBoolean": false}));
+        Some(json!({"resourceType": "Parameters", "parameter": out}))
+    }
+
+    fn implicit_value_set(&self, _url: &str) -> Option<Value> {
+        None
+    }
+
+    fn implicit_map(&self, _url: &str, _code: &str, _reverse: bool) -> Option<Vec<MapTarget>> {
+        None
+    }
+}
