@@ -585,6 +585,27 @@ fn paged_expansions_are_slices_of_the_whole_expansion() {
             vec![json!({"name": "filter", "valueString": "pro"})],
         ),
         (ecl("<< 10200004 MINUS << 119216005"), vec![]),
+        // One-word filters are answered from the display words: a single letter (a wide range of words),
+        // upper case, and under is-a with activeOnly; a phrase and a hyphenated word take the search index.
+        (
+            format!("{SCT}?fhir_vs"),
+            vec![json!({"name": "filter", "valueString": "s"})],
+        ),
+        (
+            format!("{SCT}?fhir_vs"),
+            vec![json!({"name": "filter", "valueString": "DISOR"})],
+        ),
+        (
+            format!("{SCT}?fhir_vs=isa/404684003"),
+            vec![
+                json!({"name": "filter", "valueString": "ab"}),
+                json!({"name": "activeOnly", "valueBoolean": true}),
+            ],
+        ),
+        (
+            format!("{SCT}?fhir_vs"),
+            vec![json!({"name": "filter", "valueString": "disorder of"})],
+        ),
     ];
     for (url, extra) in &cases {
         let whole = expand_unlimited(url, extra);
