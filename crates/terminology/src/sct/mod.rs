@@ -484,7 +484,11 @@ impl SnomedProvider {
                 let lower = text.to_lowercase();
                 // One word: the display words answer the rule exactly (the code part cannot match: the
                 // filter has a letter, codes are digits).
-                if let Some(mut kept) = self.display_words(req.languages).matching(&lower) {
+                // (Checked first so that a phrase does not build the words it cannot use.)
+                if let Some(mut kept) = words::is_word(&lower)
+                    .then(|| self.display_words(req.languages).matching(&lower))
+                    .flatten()
+                {
                     if !kept.is_empty() && set.len() != u64::from(store.concept_count()) {
                         kept &= &set;
                     }

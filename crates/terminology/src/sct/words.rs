@@ -14,6 +14,11 @@ pub(super) struct DisplayWords {
     words: Vec<(Box<str>, RoaringBitmap)>,
 }
 
+/// Whether `filter` is one word as the rule splits displays (what [`DisplayWords::matching`] answers).
+pub(super) fn is_word(filter: &str) -> bool {
+    !filter.is_empty() && filter.chars().all(char::is_alphanumeric)
+}
+
 impl DisplayWords {
     /// The words of the display (preferred synonym for `refsets`, as compiled concepts show it) of every
     /// concept, active or not.
@@ -53,7 +58,7 @@ impl DisplayWords {
     /// is not a single word (empty, or with a character the rule splits on): a phrase needs the whole-display
     /// test the caller does otherwise.
     pub(super) fn matching(&self, filter: &str) -> Option<RoaringBitmap> {
-        if filter.is_empty() || !filter.chars().all(char::is_alphanumeric) {
+        if !is_word(filter) {
             return None;
         }
         // A word that starts with `filter` also starts with it as bytes, and those sort in one range.
