@@ -205,7 +205,9 @@ fn check_code(ctx: &Ctx<'_>, cs: &CodeSystem, code: &str) -> Option<Valid> {
             if !p.code_notes(code).is_empty() {
                 return None;
             }
-            compiled = p.compile(&[code], None, Detail::Validation);
+            // The display and status are all that is read here: the lighter detail (no list of every
+            // description) gives the same concept display and status (the sameness test holds it to that).
+            compiled = p.compile(&[code], None, Detail::Expansion);
             (&compiled, p.quiet_inactive())
         }
         None => (cs, false),
