@@ -108,6 +108,14 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// Why `code`, a valid code, is not among those an include with these `filters` selects, when
+    /// tx.fhir.org says so in `$validate-code`'s message (UCUM: `Code mL has canonical form m3, not g as
+    /// required`); None when there is nothing to say.
+    fn filter_note(&self, filters: &[Value], code: &str) -> Option<String> {
+        let _ = (filters, code);
+        None
+    }
+
     /// The value set (`url|version`) those examples come from, named by an expansion's status warnings.
     fn examples_source(&self) -> Option<String> {
         None

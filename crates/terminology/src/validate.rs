@@ -55,6 +55,9 @@ impl Coding {
 #[derive(Debug, Default)]
 struct Check {
     ok: bool,
+    /// Texts for the answer's `message` alone (no issue says them): a provider's reason why a filter leaves
+    /// the code out.
+    message_notes: Vec<String>,
     system: Option<String>,
     version: Option<String>,
     code: Option<String>,
@@ -394,6 +397,21 @@ fn check_coding_in_vs(
             .with_id("None_of_the_provided_codes_are_in_the_value_set_one")
             .at(coding.expr("code")),
         );
+    }
+    // Why the filters of the system's includes leave a valid code out, in the provider's words (a provider
+    // says nothing of a code it does not know).
+    if !in_vs && let Some(p) = cs.as_ref().and_then(|cs| cs.provider.as_ref()) {
+        for inc in vs["compose"]["include"].as_array().into_iter().flatten() {
+            if inc["system"].as_str() != Some(system.as_str()) {
+                continue;
+            }
+            let filters = inc["filter"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+            if !filters.is_empty()
+                && let Some(note) = p.filter_note(filters, &coding.code)
+            {
+                check.message_notes.push(note);
+            }
+        }
     }
     if inactive_excluded {
         check.issues.insert(
@@ -1243,6 +1261,11 @@ fn render(
                 Severity::Information => ok && i.tx_code == Some("invalid-display"),
             })
             .map(|i| i.text.as_str())
+            .chain(
+                checks
+                    .iter()
+                    .flat_map(|c| c.message_notes.iter().map(String::as_str)),
+            )
             .collect();
         texts.sort();
         texts.dedup();

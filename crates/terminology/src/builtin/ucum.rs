@@ -282,6 +282,15 @@ impl CodeSystemProvider for UcumProvider {
         false
     }
 
+    fn filter_note(&self, filters: &[Value], code: &str) -> Option<String> {
+        let units = canonical_units(code)?;
+        filters.iter().find_map(|f| {
+            let want = f["value"].as_str()?;
+            (f["property"] == "canonical" && units != want)
+                .then(|| format!("Code {code} has canonical form {units}, not {want} as required"))
+        })
+    }
+
     fn expands_to_examples(&self) -> bool {
         true
     }
