@@ -345,6 +345,9 @@ impl<'a> Ctx<'a> {
         }
         // A supplement carried in the request applies unnamed only when it is a language pack (tx.fhir.org's
         // rule): any other supplement changes what the code system says, so it must be asked for.
+        // It only adds designations, as if the code system had them, so it is not echoed as `used-supplement`
+        // unless it was named (tx.fhir.org lists no language pack it applied on its own).
+        let named = sups.len();
         for sup in self.overlay.supplements_of(&cs.url) {
             if is_language_pack(&sup) && !sups.iter().any(|s| Arc::ptr_eq(s, &sup)) {
                 sups.push(sup);
@@ -353,7 +356,11 @@ impl<'a> Ctx<'a> {
         if sups.is_empty() {
             Ok(cs)
         } else {
-            Ok(Arc::new(cs.with_supplements(&sups)))
+            let mut out = cs.with_supplements(&sups);
+            let echoed: Vec<String> = sups[..named].iter().map(|s| s.versioned_url()).collect();
+            out.applied_supplements
+                .retain(|u| echoed.contains(u) || cs.applied_supplements.contains(u));
+            Ok(Arc::new(out))
         }
     }
 
@@ -406,7 +413,10 @@ pub fn with_sources(cs: &CodeSystem, compiled: CodeSystem) -> CodeSystem {
     if cs.supplement_sources.is_empty() {
         compiled
     } else {
-        compiled.with_supplements(&cs.supplement_sources)
+        let mut out = compiled.with_supplements(&cs.supplement_sources);
+        // Echo what `cs` echoes (an unnamed language pack is applied but not listed).
+        out.applied_supplements = cs.applied_supplements.clone();
+        out
     }
 }
 

@@ -148,6 +148,15 @@ fn a_language_pack_in_the_request_applies_unnamed() {
             .iter()
             .any(|(l, s, d)| l == "nl" && d == "ectenoot" && s.contains("lang-pack"))
     );
+    // Applied on its own, it is not echoed as a supplement the answer used (tx.fhir.org lists none).
+    assert!(
+        !v["parameter"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "used-supplement"),
+        "{v}"
+    );
 }
 
 /// The `contains.property` of an expansion entry as `(code, value)`, read back from R5's cross-version
