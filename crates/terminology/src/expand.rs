@@ -302,10 +302,10 @@ fn evaluate_compose(
     Ok(())
 }
 
-/// The `versionsMatch` expansion parameter of a value set: codes of different versions of a code system are
-/// the same code. Unstated, it holds when a whole code system version is excluded (tx.fhir.org's behaviour).
-pub(crate) fn versions_match(vs: &Value) -> bool {
-    let stated = vs["compose"]["extension"]
+/// The value (the `value` extension) of the expansion parameter `name` a value set states in its compose
+/// (`valueset-expansion-parameter`); the name may be given as a code or a string.
+pub(crate) fn expansion_parameter<'a>(vs: &'a Value, name: &str) -> Option<&'a Value> {
+    vs["compose"]["extension"]
         .as_array()
         .into_iter()
         .flatten()
@@ -314,16 +314,23 @@ pub(crate) fn versions_match(vs: &Value) -> bool {
         })
         .find_map(|e| {
             let parts = e["extension"].as_array()?;
-            let name = parts.iter().find(|p| p["url"] == "name")?;
-            if name["valueCode"] != "versionsMatch" {
+            let n = parts.iter().find(|p| p["url"] == "name")?;
+            if n["valueCode"] != name && n["valueString"] != name {
                 return None;
             }
-            let value = parts.iter().find(|p| p["url"] == "value")?;
-            value["valueString"]
-                .as_str()
-                .map(|v| v == "true")
-                .or(value["valueBoolean"].as_bool())
-        });
+            parts.iter().find(|p| p["url"] == "value")
+        })
+}
+
+/// The `versionsMatch` expansion parameter of a value set: codes of different versions of a code system are
+/// the same code. Unstated, it holds when a whole code system version is excluded (tx.fhir.org's behaviour).
+pub(crate) fn versions_match(vs: &Value) -> bool {
+    let stated = expansion_parameter(vs, "versionsMatch").and_then(|value| {
+        value["valueString"]
+            .as_str()
+            .map(|v| v == "true")
+            .or(value["valueBoolean"].as_bool())
+    });
     stated.unwrap_or_else(|| {
         vs["compose"]["exclude"].as_array().is_some_and(|a| {
             a.iter().any(|x| {

@@ -373,22 +373,8 @@ fn validation_language(
         return None;
     }
     let vs = ctx.requested_value_set(params).ok()?;
-    let stated = vs["compose"]["extension"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| {
-            e["url"] == "http://hl7.org/fhir/StructureDefinition/valueset-expansion-parameter"
-        })
-        .find_map(|e| {
-            let parts = e["extension"].as_array()?;
-            let name = parts.iter().find(|p| p["url"] == "name")?;
-            if name["valueCode"] != "displayLanguage" && name["valueString"] != "displayLanguage" {
-                return None;
-            }
-            let value = parts.iter().find(|p| p["url"] == "value")?;
-            crate::params::primitive(value)
-        });
+    let stated = crate::expand::expansion_parameter(&vs, "displayLanguage")
+        .and_then(crate::params::primitive);
     stated.or_else(|| vs["language"].as_str().map(str::to_string))
 }
 
