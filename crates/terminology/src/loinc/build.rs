@@ -5,7 +5,7 @@
 //! a full release with its linguistic variants (2.6 M designations) fits in a few hundred MB while importing.
 
 use super::store::{self, NONE, PropKind};
-use super::{AXES, LoincStats, STRING_PROPERTIES, find, version_from_dir};
+use super::{AXES, LoincStats, STRING_PROPERTIES, find, variant_files, version_from_dir};
 use crate::csv::Reader;
 use crate::error::LoadError;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -505,32 +505,7 @@ impl Builder {
             };
             languages.insert(t.get(row, "ID").to_string(), tag);
         })?;
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|source| LoadError::Io {
-                path: dir.display().to_string(),
-                source,
-            })?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().ends_with("LinguisticVariant.csv"))
-            })
-            .collect();
-        files.sort();
-        for p in files {
-            let name = p
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .to_string();
-            let id: String = name
-                .trim_end_matches("LinguisticVariant.csv")
-                .chars()
-                .filter(char::is_ascii_digit)
-                .collect();
-            let Some(lang) = languages.get(&id).cloned() else {
-                continue;
-            };
+        for (p, lang) in variant_files(dir, &languages)? {
             each_row(&p, |t, row| {
                 let code = t.get(row, "LOINC_NUM");
                 for col in [

@@ -215,6 +215,39 @@ pub fn import_loinc(dir: &Path, version: Option<&str>) -> Result<LoincImport, Lo
 }
 
 /// The first of `candidates` (relative to `dir`) that exists.
+/// The translation files `{lang}{COUNTRY}{ID}LinguisticVariant.csv` of `dir`, in name order, each with the
+/// language tag `LinguisticVariants.csv` gives its ID (`languages`: ID → tag); files of unknown IDs are left out.
+pub(crate) fn variant_files(
+    dir: &Path,
+    languages: &HashMap<String, String>,
+) -> Result<Vec<(PathBuf, String)>, LoadError> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|source| LoadError::Io {
+            path: dir.display().to_string(),
+            source,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with("LinguisticVariant.csv"))
+        })
+        .collect();
+    files.sort();
+    Ok(files
+        .into_iter()
+        .filter_map(|p| {
+            let name = p.file_name()?.to_string_lossy().to_string();
+            let id: String = name
+                .trim_end_matches("LinguisticVariant.csv")
+                .chars()
+                .filter(char::is_ascii_digit)
+                .collect();
+            let lang = languages.get(&id)?.clone();
+            Some((p, lang))
+        })
+        .collect())
+}
+
 pub(crate) fn find(dir: &Path, candidates: &[&str]) -> Option<PathBuf> {
     candidates.iter().map(|c| dir.join(c)).find(|p| p.exists())
 }
@@ -509,32 +542,7 @@ impl Builder {
             };
             languages.insert(t.get(row, "ID").to_string(), tag);
         }
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|source| LoadError::Io {
-                path: dir.display().to_string(),
-                source,
-            })?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().ends_with("LinguisticVariant.csv"))
-            })
-            .collect();
-        files.sort();
-        for p in files {
-            let name = p
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .to_string();
-            let id: String = name
-                .trim_end_matches("LinguisticVariant.csv")
-                .chars()
-                .filter(char::is_ascii_digit)
-                .collect();
-            let Some(lang) = languages.get(&id).cloned() else {
-                continue;
-            };
+        for (p, lang) in variant_files(dir, &languages)? {
             let t = read_table(&p)?;
             for row in &t.rows {
                 let code = t.get(row, "LOINC_NUM");
