@@ -232,7 +232,10 @@ fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, 
     let excludes = vs["compose"]["exclude"]
         .as_array()
         .is_some_and(|a| !a.is_empty());
-    let nest = opts.exclude_nested != Some(true) && !paged && opts.filter.is_none() && !excludes;
+    let nest = opts.exclude_nested != Some(true)
+        && !paged
+        && !excludes
+        && compose_keeps_hierarchy(vs, opts.filter.is_some());
     let contains = if prepaged {
         entries.iter().map(|e| render_entry(ctx, e)).collect()
     } else if nest {
@@ -798,6 +801,27 @@ fn r5_extension(element: &str, item: &Value) -> Value {
         "url": format!("http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.{element}"),
         "extension": parts,
     })
+}
+
+/// Whether the includes of `vs` can be listed as the code systems' tree, by tx.fhir.org's rules: an include
+/// that lists codes, imports a value set or combines several filters makes the whole expansion flat (its codes
+/// are a selection, not a subtree), and so does a text filter over a whole code system, which tx.fhir.org
+/// answers from its text search, a flat list of matches without a total. A text filter applied to an include
+/// with one filter (`is-a`, ...) only narrows that include, whose codes keep their parents: `search-filter-yes`
+/// nests `data-exchange1..3` under `data-exchange`, while `search-all-yes` lists the same four codes flat.
+fn compose_keeps_hierarchy(vs: &Value, text_filter: bool) -> bool {
+    vs["compose"]["include"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .all(|inc| {
+            let filters = inc["filter"].as_array().map_or(0, Vec::len);
+            let whole_system = filters == 0 && inc.get("concept").is_none();
+            inc.get("valueSet").is_none()
+                && inc.get("concept").is_none()
+                && filters <= 1
+                && !(text_filter && whole_system)
+        })
 }
 
 /// Nests hierarchical entries under their nearest ancestor present in the expansion.

@@ -596,3 +596,85 @@ fn a_compose_with_excludes_expands_flat() {
     let contains = vs["expansion"]["contains"].as_array().unwrap();
     assert!(contains.iter().any(|c| c.get("contains").is_some()));
 }
+
+const SEARCH: &[&str] = &[
+    "search/codesystem-search.json",
+    "search/valueset-search-all.json",
+    "search/valueset-search-filter.json",
+];
+
+/// `(code, child codes)` of the top level of an expansion.
+fn tree(vs: &Value) -> Vec<(String, Vec<String>)> {
+    let code = |c: &Value| c["code"].as_str().unwrap().to_string();
+    vs["expansion"]["contains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let children = c["contains"].as_array().into_iter().flatten();
+            (code(c), children.map(code).collect())
+        })
+        .collect()
+}
+
+fn search(url: &str, filter: Option<&str>) -> Value {
+    let mut parameter = vec![json!({"name": "url", "valueUri": url})];
+    if let Some(f) = filter {
+        parameter.push(json!({"name": "filter", "valueString": f}));
+    }
+    run(SEARCH, Operation::Expand, json!({"parameter": parameter})).unwrap()
+}
+
+#[test]
+fn a_text_filter_keeps_the_tree_of_a_filtered_include_but_not_of_a_whole_system() {
+    let exchange = || {
+        ["data-exchange1", "data-exchange2", "data-exchange3"]
+            .map(String::from)
+            .to_vec()
+    };
+    // `search-filter-yes`: the text filter narrows an is-a include, whose codes keep their parent.
+    let vs = search(
+        "http://hl7.org/fhir/test/ValueSet/search-filter",
+        Some("data"),
+    );
+    assert_eq!(tree(&vs), [("data-exchange".to_string(), exchange())]);
+    assert_eq!(vs["expansion"]["total"], 4);
+    // `search-all-yes`: the same text filter over the whole code system is a flat list of matches.
+    let vs = search("http://hl7.org/fhir/test/ValueSet/search-all", Some("data"));
+    let flat: Vec<_> = tree(&vs).into_iter().map(|(c, ch)| (c, ch.len())).collect();
+    assert_eq!(
+        flat,
+        [
+            "data-exchange",
+            "data-exchange1",
+            "data-exchange2",
+            "data-exchange3"
+        ]
+        .map(|c| (c.to_string(), 0))
+    );
+    // Without a text filter, the whole code system is a tree.
+    let vs = search("http://hl7.org/fhir/test/ValueSet/search-all", None);
+    assert!(tree(&vs).contains(&("data-exchange".to_string(), exchange())));
+    // An include listing codes beside the is-a include makes the whole expansion flat, text filter or not.
+    let mut mixed = tx_test_file("search/valueset-search-filter.json");
+    mixed["url"] = json!("http://hl7.org/fhir/test/ValueSet/search-mixed");
+    mixed["compose"]["include"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({
+            "system": "http://hl7.org/fhir/test/CodeSystem/search",
+            "concept": [{"code": "summary"}]
+        }));
+    for filter in [None, Some("data")] {
+        let mut parameter = vec![json!({"name": "valueSet", "resource": mixed})];
+        if let Some(f) = filter {
+            parameter.push(json!({"name": "filter", "valueString": f}));
+        }
+        let vs = run(SEARCH, Operation::Expand, json!({"parameter": parameter})).unwrap();
+        assert!(
+            tree(&vs).iter().all(|(_, children)| children.is_empty()),
+            "{filter:?}: {:?}",
+            tree(&vs)
+        );
+    }
+}
