@@ -43,32 +43,63 @@ impl<'q> Query<'q> {
     }
 }
 
+/// A piece of JSON to write: a value, or text already in JSON.
+pub(crate) enum Json<'a> {
+    Value(&'a Value),
+    Text(&'a str),
+    /// A Coding: system, code, display.
+    Coding(&'a str, &'a str, Option<&'a str>),
+}
+
 /// JSON text of a `Parameters` resource, written as `serde_json` writes the `Value` the general path builds
 /// (objects keep their insertion order).
-struct Out {
+pub(crate) struct Out {
     buf: Vec<u8>,
     first: bool,
 }
 
 impl Out {
-    fn new() -> Out {
-        let mut buf = Vec::with_capacity(512);
+    pub(crate) fn new() -> Out {
+        let mut buf = Vec::with_capacity(2048);
         buf.extend_from_slice(br#"{"resourceType":"Parameters","parameter":["#);
         Out { buf, first: true }
     }
 
-    fn raw(&mut self, s: &str) {
+    pub(crate) fn raw(&mut self, s: &str) {
         self.buf.extend_from_slice(s.as_bytes());
     }
 
     /// A JSON string, escaped as `serde_json` escapes it.
-    fn string(&mut self, s: &str) {
+    pub(crate) fn string(&mut self, s: &str) {
         // Writing into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut self.buf, s);
     }
 
+    /// Any JSON value, as `serde_json` writes it.
+    pub(crate) fn value(&mut self, v: &Value) {
+        let _ = serde_json::to_writer(&mut self.buf, v);
+    }
+
+    pub(crate) fn json(&mut self, j: Json<'_>) {
+        match j {
+            Json::Value(v) => self.value(v),
+            Json::Text(t) => self.raw(t),
+            Json::Coding(system, code, display) => {
+                self.raw(r#"{"system":"#);
+                self.string(system);
+                self.raw(r#","code":"#);
+                self.string(code);
+                if let Some(d) = display {
+                    self.raw(r#","display":"#);
+                    self.string(d);
+                }
+                self.raw("}");
+            }
+        }
+    }
+
     /// Starts the next entry of `parameter`.
-    fn entry(&mut self) {
+    pub(crate) fn entry(&mut self) {
         if !self.first {
             self.buf.push(b',');
         }
@@ -76,7 +107,7 @@ impl Out {
     }
 
     /// `{"name": name, key: "text"}`.
-    fn param_str(&mut self, name: &str, key: &str, text: &str) {
+    pub(crate) fn param_str(&mut self, name: &str, key: &str, text: &str) {
         self.entry();
         self.raw(r#"{"name":"#);
         self.string(name);
@@ -87,7 +118,7 @@ impl Out {
         self.raw("}");
     }
 
-    fn param_bool(&mut self, name: &str, b: bool) {
+    pub(crate) fn param_bool(&mut self, name: &str, b: bool) {
         self.entry();
         self.raw(r#"{"name":"#);
         self.string(name);
@@ -98,7 +129,77 @@ impl Out {
         });
     }
 
-    fn finish(mut self) -> Vec<u8> {
+    /// A `$lookup` designation entry, its parts in the general path's order; `use_` is the Coding's JSON.
+    pub(crate) fn designation(
+        &mut self,
+        language: Option<&str>,
+        source: Option<&str>,
+        use_: Option<Json<'_>>,
+        value: &str,
+    ) {
+        self.entry();
+        self.raw(r#"{"name":"designation","part":["#);
+        if let Some(l) = language {
+            self.raw(r#"{"name":"language","valueCode":"#);
+            self.string(l);
+            self.raw("},");
+        }
+        if let Some(s) = source {
+            self.raw(r#"{"name":"source","valueCanonical":"#);
+            self.string(s);
+            self.raw("},");
+        }
+        if let Some(u) = use_ {
+            self.raw(r#"{"name":"use","valueCoding":"#);
+            self.json(u);
+            self.raw("},");
+        }
+        self.raw(r#"{"name":"value","valueString":"#);
+        self.string(value);
+        self.raw("}]}");
+    }
+
+    /// The start of a `$lookup` property entry (`{"name":"property","part":[{"name":"code",..}` and its
+    /// `description` when given), up to the value part, which [`Self::property_value_end`] closes.
+    pub(crate) fn property_start(&mut self, code: &str, description: Option<&str>) {
+        self.entry();
+        self.raw(r#"{"name":"property","part":[{"name":"code","valueCode":"#);
+        self.string(code);
+        self.raw("}");
+        if let Some(d) = description {
+            self.raw(r#",{"name":"description","valueString":"#);
+            self.string(d);
+            self.raw("}");
+        }
+        // The general path adds `name` to the value's object after the value, so it comes last.
+        self.raw(",{");
+    }
+
+    /// Closes a property entry after its `"valueX":...` member.
+    pub(crate) fn property_value_end(&mut self) {
+        self.raw(r#","name":"value"}]}"#);
+    }
+
+    /// A property entry `code` whose value is a code (a parent, a child), with its description.
+    pub(crate) fn property_code(&mut self, code: &str, value: &str, description: Option<&str>) {
+        self.property_start(code, description);
+        self.raw(r#""valueCode":"#);
+        self.string(value);
+        self.property_value_end();
+    }
+
+    /// A property entry `code` whose value is a boolean.
+    pub(crate) fn property_bool(&mut self, code: &str, b: bool) {
+        self.property_start(code, None);
+        self.raw(if b {
+            r#""valueBoolean":true"#
+        } else {
+            r#""valueBoolean":false"#
+        });
+        self.property_value_end();
+    }
+
+    pub(crate) fn finish(mut self) -> Vec<u8> {
         self.raw("]}");
         self.buf
     }
@@ -149,22 +250,18 @@ fn lookup(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     let code = q.get("code")?;
     let cs = code_system(ctx, q.get("system")?)?;
     if let Some(p) = &cs.provider {
-        // As the general path: the generic answer over the compiled concepts when the provider asks for it.
-        if let Some(codes) = p.lookup_codes(code) {
-            let codes: Vec<&str> = codes.iter().map(String::as_str).collect();
-            let compiled = ctx.compile(&cs, &codes, Detail::Validation);
-            let i = compiled.find(code)?;
-            let display = ctx.display(&compiled, &compiled.concepts[i]);
-            return serde_json::to_vec(&crate::lookup::concept_answer(&compiled, i, display, &[]))
-                .ok();
-        }
+        // A provider's text is its `lookup` answer, which for one that asks for the generic answer
+        // (`lookup_codes`) is that answer over its concepts; the plain context applies no supplements.
         return p.lookup_text(code);
     }
-    // A FHIR code system's answer is the general path's own (its designations and properties follow the
-    // resource); what is saved here is the request's parsing, context and trip to the blocking pool.
+    // A FHIR code system's answer, written as text: the general path's `concept_answer` without its `Value`.
     let i = cs.find(code)?;
     let display = ctx.display(&cs, &cs.concepts[i]);
-    serde_json::to_vec(&crate::lookup::concept_answer(&cs, i, display, &[])).ok()
+    Some(crate::lookup::concept_answer_text(
+        &cs,
+        i,
+        display.as_deref(),
+    ))
 }
 
 fn subsumes(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
@@ -202,6 +299,9 @@ fn check_code(ctx: &Ctx<'_>, cs: &CodeSystem, code: &str) -> Option<Valid> {
     let compiled;
     let (cs, quiet) = match &cs.provider {
         Some(p) => {
+            if let Some(display) = p.plain_display(code) {
+                return Some(Valid { display });
+            }
             if !p.code_notes(code).is_empty() {
                 return None;
             }

@@ -3,6 +3,7 @@
 use crate::codesystem::CodeSystem;
 use crate::context::{Ctx, split_canonical};
 use crate::error::{ErrorKind, Issue, Severity, TxError};
+use crate::fast::{Json, Out};
 use crate::params::Params;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -191,6 +192,77 @@ pub(crate) fn concept_answer(
     }
     json!({"resourceType": "Parameters", "parameter": out})
 }
+
+/// The JSON text of [`concept_answer`] with every property (`wanted` empty), written without building the
+/// `Value`: the fast path's `$lookup` of a FHIR code system. The bytes are those of `serde_json::to_vec` of the
+/// `Value` (`tests/it/fast.rs` holds the two to that over every code of real code systems).
+pub(crate) fn concept_answer_text(cs: &CodeSystem, i: usize, display: Option<&str>) -> Vec<u8> {
+    let c = &cs.concepts[i];
+    let mut out = Out::new();
+    out.param_str("code", "valueCode", &c.code);
+    out.param_str("system", "valueUri", &cs.url);
+    if let Some(n) = cs.name.as_ref().or(cs.title.as_ref()) {
+        out.param_str("name", "valueString", n);
+    }
+    if let Some(v) = &cs.version {
+        out.param_str("version", "valueString", v);
+    }
+    if let Some(d) = display {
+        out.param_str("display", "valueString", d);
+    }
+    if let Some(d) = &c.definition {
+        out.param_str("definition", "valueString", d);
+    }
+    out.param_bool("abstract", cs.is_abstract(i));
+    let designation = |out: &mut Out, d: &crate::codesystem::Designation| {
+        out.designation(
+            d.language.as_deref(),
+            d.source.as_deref(),
+            d.use_.as_ref().map(Json::Value),
+            &d.value,
+        )
+    };
+    for d in c.designations.iter().filter(|d| d.source.is_none()) {
+        designation(&mut out, d);
+    }
+    if let Some(value) = &c.display {
+        out.designation(
+            cs.language.as_deref(),
+            None,
+            Some(Json::Text(PREFERRED_FOR_LANGUAGE)),
+            value,
+        );
+    }
+    for d in c.designations.iter().filter(|d| d.source.is_some()) {
+        designation(&mut out, d);
+    }
+    for s in &cs.applied_supplements {
+        out.param_str("used-supplement", "valueCanonical", s);
+    }
+    for &p in &c.parents {
+        let pc = &cs.concepts[p];
+        out.property_code("parent", &pc.code, pc.display.as_deref());
+    }
+    for &ch in &c.children {
+        let cc = &cs.concepts[ch];
+        out.property_code("child", &cc.code, cc.display.as_deref());
+    }
+    out.property_bool("inactive", c.is_inactive());
+    for p in &c.properties {
+        if matches!(p.code.as_str(), "parent" | "child" | "inactive") {
+            continue;
+        }
+        out.property_start(&p.code, None);
+        out.string(&p.key);
+        out.raw(":");
+        out.value(&p.value);
+        out.property_value_end();
+    }
+    out.finish()
+}
+
+/// `expansion::preferred_for_language()` as JSON text.
+pub(crate) const PREFERRED_FOR_LANGUAGE: &str = r#"{"system":"http://terminology.hl7.org/CodeSystem/hl7TermMaintInfra","code":"preferredForLanguage","display":"Preferred For Language"}"#;
 
 /// CodeSystem/$subsumes.
 pub fn subsumes(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {

@@ -149,10 +149,22 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
     }
 
     /// The JSON text of [`Self::lookup`] without languages or properties asked for (the common request), for
-    /// the fast path; a provider may write it directly instead of building the `Value`.
+    /// the fast path; a provider may write it directly instead of building the `Value`. For a provider that
+    /// asks for the generic answer ([`Self::lookup_codes`]), it is that answer without supplements. `None`
+    /// when the code is unknown, or whenever the provider leaves the answer to the general path.
     fn lookup_text(&self, code: &str) -> Option<Vec<u8>> {
         self.lookup(code, None, &[])
             .and_then(|v| serde_json::to_vec(&v).ok())
+    }
+
+    /// For the fast path's `$validate-code`, told without compiling the concept: `Some(display)` (the
+    /// concept's display, None when it has none) when `code` is known with exactly this spelling and
+    /// validation has nothing to say about it (no code notes, no status that
+    /// [`Self::quiet_inactive`] would leave unreported). `None` when the provider does not tell or there is
+    /// something to say; the fast path then checks the compiled concept.
+    fn plain_display(&self, code: &str) -> Option<Option<String>> {
+        let _ = code;
+        None
     }
 
     /// The codes among `codes` (in their order) that the expansion's text `filter` could match, found through the

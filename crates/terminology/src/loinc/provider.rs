@@ -6,6 +6,7 @@ use super::store::{LoincStore, PropKind, StoredProperty};
 use super::{LOINC_URL, all_loinc_value_set, answer_list_value_set};
 use crate::codesystem::{CodeSystem, Concept, Designation, PropertyValue};
 use crate::error::{LoadError, TxError};
+use crate::fast::{Json, Out};
 use crate::provider::{CodeSystemProvider, Detail, MapTarget, Page, PageRequest, Selection};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
@@ -16,6 +17,10 @@ use std::sync::{Arc, Weak};
 pub struct LoincProvider {
     store: LoincStore,
     shell: Arc<Value>,
+    /// The shell compiled once (no provider, no concepts): the metadata the text answers write.
+    meta: CodeSystem,
+    /// The property codes whose `true` makes a concept abstract, as `CodeSystem::is_abstract` reads them.
+    abstract_codes: Vec<String>,
     version: String,
     me: Weak<LoincProvider>,
 }
@@ -39,9 +44,25 @@ impl LoincProvider {
     pub fn new(store: LoincStore) -> Arc<LoincProvider> {
         let shell = Arc::new(store.shell().clone());
         let version = store.stats().version.clone();
+        let meta = CodeSystem::from_json(shell.clone());
+        let abstract_codes = ["notSelectable", "abstract"]
+            .into_iter()
+            .map(str::to_string)
+            .chain(
+                meta.properties
+                    .iter()
+                    .filter(|d| {
+                        d.uri.as_deref()
+                            == Some("http://hl7.org/fhir/concept-properties#notSelectable")
+                    })
+                    .map(|d| d.code.clone()),
+            )
+            .collect();
         Arc::new_cyclic(|me| LoincProvider {
             store,
             shell,
+            meta,
+            abstract_codes,
             version,
             me: me.clone(),
         })
@@ -315,6 +336,28 @@ impl LoincProvider {
         s.display(i)
     }
 
+    /// The first value of property `code` of concept `i`, as `Concept::property` reads the compiled concept.
+    fn first_property(&self, i: u32, code: &str) -> Option<StoredProperty<'_>> {
+        self.store.properties(i).find(|p| p.code == code)
+    }
+
+    /// `Concept::is_inactive` of the compiled concept `i`: `inactive = true`, or a retired or inactive status.
+    fn compiled_inactive(&self, i: u32) -> bool {
+        if let Some(p) = self.first_property(i, "inactive") {
+            return p.kind == PropKind::Boolean && p.value == "true";
+        }
+        matches!(
+            self.first_property(i, "status").map(|p| p.value),
+            Some("retired" | "inactive")
+        )
+    }
+
+    /// `Concept::is_deprecated` of the compiled concept `i` (LOINC concepts have no extensions).
+    fn compiled_deprecated(&self, i: u32) -> bool {
+        self.first_property(i, "status")
+            .is_some_and(|p| p.value == "deprecated")
+    }
+
     fn keep(&self, candidates: Vec<u32>, property: &str, test: impl Fn(&str) -> bool) -> Vec<u32> {
         candidates
             .into_iter()
@@ -460,6 +503,97 @@ impl CodeSystemProvider for LoincProvider {
                 .map(|c| self.store.code(c).to_string()),
         );
         Some(codes)
+    }
+
+    /// The generic answer (`lookup::concept_answer` over the code, its parents and children) written
+    /// straight from the store: no CodeSystem compiled, no `Value`. A code in another spelling is the
+    /// general path's (it answers with the stored one).
+    fn lookup_text(&self, code: &str) -> Option<Vec<u8>> {
+        let s = &self.store;
+        let i = s.find_exact(code)?;
+        let m = &self.meta;
+        let mut out = Out::new();
+        out.param_str("code", "valueCode", s.code(i));
+        out.param_str("system", "valueUri", &m.url);
+        if let Some(n) = m.name.as_ref().or(m.title.as_ref()) {
+            out.param_str("name", "valueString", n);
+        }
+        if let Some(v) = &m.version {
+            out.param_str("version", "valueString", v);
+        }
+        let display = s.display(i);
+        if let Some(d) = display {
+            out.param_str("display", "valueString", d);
+        }
+        if let Some(d) = s.definition(i) {
+            out.param_str("definition", "valueString", d);
+        }
+        let is_abstract = s.properties(i).any(|p| {
+            p.kind == PropKind::Boolean
+                && p.value == "true"
+                && self.abstract_codes.iter().any(|c| c == p.code)
+        });
+        out.param_bool("abstract", is_abstract);
+        for d in s.designations(i) {
+            out.designation(
+                d.language,
+                None,
+                Some(Json::Coding(LOINC_URL, d.use_, Some(d.use_))),
+                d.value,
+            );
+        }
+        if let Some(d) = display {
+            out.designation(
+                m.language.as_deref(),
+                None,
+                Some(Json::Text(crate::lookup::PREFERRED_FOR_LANGUAGE)),
+                d,
+            );
+        }
+        for p in s.parents(i) {
+            out.property_code("parent", s.code(p), s.display(p));
+        }
+        for c in s.children(i) {
+            out.property_code("child", s.code(c), s.display(c));
+        }
+        out.property_bool("inactive", self.compiled_inactive(i));
+        for p in s.properties(i) {
+            if matches!(p.code, "parent" | "child" | "inactive") {
+                continue;
+            }
+            out.property_start(p.code, None);
+            match p.kind {
+                PropKind::String => {
+                    out.raw(r#""valueString":"#);
+                    out.string(p.value);
+                }
+                PropKind::Boolean => out.raw(if p.value == "true" {
+                    r#""valueBoolean":true"#
+                } else {
+                    r#""valueBoolean":false"#
+                }),
+                PropKind::Code => {
+                    out.raw(r#""valueCode":"#);
+                    out.string(p.value);
+                }
+                PropKind::Coding => {
+                    out.raw(r#""valueCoding":"#);
+                    out.json(Json::Coding(LOINC_URL, p.value, p.display));
+                }
+            }
+            out.property_value_end();
+        }
+        Some(out.finish())
+    }
+
+    /// A code spelled as stored, neither deprecated (`inactive`, reported for LOINC) nor of a deprecated
+    /// status: its display, as the compiled concept gives it.
+    fn plain_display(&self, code: &str) -> Option<Option<String>> {
+        let i = self.store.find_exact(code)?;
+        if self.compiled_inactive(i) || self.compiled_deprecated(i) {
+            return None;
+        }
+        Some(self.store.display(i).map(str::to_string))
     }
 
     fn lookup(&self, code: &str, languages: Option<&str>, properties: &[String]) -> Option<Value> {
