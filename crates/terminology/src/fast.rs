@@ -287,20 +287,26 @@ fn subsumes(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     Some(out.finish())
 }
 
-/// What `$validate-code` reports of a known code: its display (None when it has none).
+/// What `$validate-code` reports of a known code: its display (None when it has none), and for an inactive
+/// concept of a code system that reports it, the warning's name for its status (`inactive`, `retired and
+/// inactive`) with its `status` property when it has one.
 struct Valid {
     display: Option<String>,
+    inactive: Option<(String, Option<String>)>,
 }
 
-/// Checks `code` in `cs` as the general path's `check_in_cs` does, when that finds nothing to say: the code
-/// exists with exactly this spelling, has no status note (inactive where the code system reports it,
-/// deprecated), and no provider note.
+/// Checks `code` in `cs` as the general path's `check_in_cs` does, when that finds at most an inactive
+/// concept to note: the code exists with exactly this spelling, is not deprecated (while active), and has no
+/// provider note.
 fn check_code(ctx: &Ctx<'_>, cs: &CodeSystem, code: &str) -> Option<Valid> {
     let compiled;
     let (cs, quiet) = match &cs.provider {
         Some(p) => {
             if let Some(display) = p.plain_display(code) {
-                return Some(Valid { display });
+                return Some(Valid {
+                    display,
+                    inactive: None,
+                });
             }
             if !p.code_notes(code).is_empty() {
                 return None;
@@ -313,13 +319,26 @@ fn check_code(ctx: &Ctx<'_>, cs: &CodeSystem, code: &str) -> Option<Valid> {
         None => (cs, false),
     };
     let c = &cs.concepts[cs.find(code)?];
-    let noted = if c.is_inactive() {
-        !quiet
+    if c.code != code {
+        return None;
+    }
+    let inactive = if c.is_inactive() {
+        (!quiet).then(|| {
+            let status = c.status();
+            let named = match status.as_deref() {
+                Some(s) if s != "inactive" => format!("{s} and inactive"),
+                _ => "inactive".to_string(),
+            };
+            (named, status)
+        })
+    } else if c.is_deprecated() {
+        return None;
     } else {
-        c.is_deprecated()
+        None
     };
-    (c.code == code && !noted).then(|| Valid {
+    Some(Valid {
         display: ctx.display(cs, c),
+        inactive,
     })
 }
 
@@ -329,9 +348,50 @@ fn write_valid(out: &mut Out, code: &str, valid: &Valid, cs: &CodeSystem) {
     if let Some(d) = &valid.display {
         out.param_str("display", "valueString", d);
     }
+    if valid.inactive.is_some() {
+        out.param_bool("inactive", true);
+    }
     out.param_str("system", "valueUri", &cs.url);
     if let Some(v) = &cs.version {
         out.param_str("version", "valueString", v);
+    }
+    if let Some((_, Some(status))) = &valid.inactive {
+        out.param_str("status", "valueCode", status);
+    }
+}
+
+/// `message` and `issues` with the one issue of a validation (its expression the `code` parameter).
+fn write_issue(out: &mut Out, id: &str, severity: &str, code: &str, tx_code: &str, text: &str) {
+    out.param_str("message", "valueString", text);
+    out.entry();
+    out.raw(r#"{"name":"issues","resource":{"resourceType":"OperationOutcome","issue":[{"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id","valueString":"#);
+    out.string(id);
+    out.raw(r#"}],"severity":"#);
+    out.string(severity);
+    out.raw(r#","code":"#);
+    out.string(code);
+    out.raw(r#","details":{"coding":[{"system":"#);
+    out.string(TX_ISSUE_TYPE);
+    out.raw(r#","code":"#);
+    out.string(tx_code);
+    out.raw(r#"}],"text":"#);
+    out.string(text);
+    out.raw(r#"},"expression":["code"]}]}}"#);
+}
+
+/// The warning on an inactive concept, when there is one.
+fn write_inactive_note(out: &mut Out, code: &str, valid: &Valid) {
+    if let Some((named, _)) = &valid.inactive {
+        let text =
+            format!("The concept '{code}' has a status of {named} and its use should be reviewed");
+        write_issue(
+            out,
+            "INACTIVE_CONCEPT_FOUND",
+            "warning",
+            "business-rule",
+            "code-comment",
+            &text,
+        );
     }
 }
 
@@ -344,6 +404,7 @@ fn validate_cs(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     let valid = check_code(ctx, &cs, code)?;
     let mut out = Out::new();
     write_valid(&mut out, code, &valid, &cs);
+    write_inactive_note(&mut out, code, &valid);
     out.param_bool("result", true);
     Some(out.finish())
 }
@@ -392,6 +453,10 @@ fn validate_vs(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     }
     let inside = include_contains(&cs, include, code)?;
     let valid = check_code(ctx, &cs, code)?;
+    // An inactive code outside the value set has two issues to tell: the general path's.
+    if !inside && valid.inactive.is_some() {
+        return None;
+    }
     let mut out = Out::new();
     write_valid(&mut out, code, &valid, &cs);
     if !inside {
@@ -399,14 +464,16 @@ fn validate_vs(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
             "The provided code '{system}#{code}' was not found in the value set '{}'",
             vs_canonical(&vs)
         );
-        out.param_str("message", "valueString", &text);
-        out.entry();
-        out.raw(r#"{"name":"issues","resource":{"resourceType":"OperationOutcome","issue":[{"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id","valueString":"None_of_the_provided_codes_are_in_the_value_set_one"}],"severity":"error","code":"code-invalid","details":{"coding":[{"system":"#);
-        out.string(TX_ISSUE_TYPE);
-        out.raw(r#","code":"not-in-vs"}],"text":"#);
-        out.string(&text);
-        out.raw(r#"},"expression":["code"]}]}}"#);
+        write_issue(
+            &mut out,
+            "None_of_the_provided_codes_are_in_the_value_set_one",
+            "error",
+            "code-invalid",
+            "not-in-vs",
+            &text,
+        );
     }
+    write_inactive_note(&mut out, code, &valid);
     out.param_bool("result", inside);
     Some(out.finish())
 }
