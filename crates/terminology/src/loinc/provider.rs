@@ -336,9 +336,10 @@ impl LoincProvider {
         s.display(i)
     }
 
-    /// The first value of property `code` of concept `i`, as `Concept::property` reads the compiled concept.
+    /// The first value of property `code` of concept `i`, as `Concept::property` reads the compiled concept
+    /// (found by the code's string id: the other properties are not decoded).
     fn first_property(&self, i: u32, code: &str) -> Option<StoredProperty<'_>> {
-        self.store.properties(i).find(|p| p.code == code)
+        self.store.property_values(i, code).next()
     }
 
     /// `Concept::is_inactive` of the compiled concept `i`: `inactive = true`, or a retired or inactive status.
