@@ -4,7 +4,7 @@
 //! It prepares a data directory with the content the suites rely on (the FHIR packages in
 //! `../shared/data/fhir/packages`, the LOINC subset in `../shared/tx-ecosystem/tx-source/loinc`; for the `snomed`
 //! mode the SNOMED CT subset of `../shared/tx-ecosystem/tx-source/snomed`, imported as the unpublished release it
-//! is), builds `thoth`, starts `thoth serve` on a free port, runs
+//! is; the pinned data of the built-in code systems, fetched once by `thoth import builtin-data`), builds `thoth`, starts `thoth serve` on a free port, runs
 //! `../shared/tools/tx-runner/run-tx-tests.sh`, prints the runner's summary and stops the server. With
 //! `--min-pass N` it fails when fewer than N tests pass (the CI gate). `--debug` serves a debug build, which CI
 //! has already compiled for `cargo test` (a release build would cost minutes; the suites take about a minute
@@ -66,6 +66,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         .join(if release { "release" } else { "debug" })
         .join("thoth");
     import_loinc(&exe, &shared, &data)?;
+    fetch_builtin_data(&exe, &data);
     if modes.contains("snomed") {
         import_snomed(&exe, &shared, &data)?;
     }
@@ -162,6 +163,23 @@ fn import_loinc(exe: &Path, shared: &Path, data: &Path) -> anyhow::Result<()> {
         bail!("thoth import loinc {} failed", source.display());
     }
     Ok(())
+}
+
+/// Fetches the pinned data of the built-in code systems (the IANA Language Subtag Registry, for BCP-47
+/// displays: the `langcodes` suite) into the data directory, once; the server then runs `--offline`. Without
+/// network the suites run without it (no test of modes `general` and `snomed` depends on it).
+fn fetch_builtin_data(exe: &Path, data: &Path) {
+    let status = Command::new(exe)
+        .arg("--data")
+        .arg(data)
+        .args(["import", "builtin-data"])
+        .stdout(Stdio::null())
+        .status();
+    if !matches!(status, Ok(s) if s.success()) {
+        eprintln!(
+            "warning: the built-in code systems' data could not be fetched; BCP-47 tags get no IANA registry displays"
+        );
+    }
 }
 
 /// Imports the suites' SNOMED CT subset as the unpublished release it is, so that it is served as

@@ -47,7 +47,11 @@ mod time;
 mod translate;
 mod validate;
 
-pub use builtin::{BCP47_URL, Bcp47Provider, UCUM_URL, UcumProvider};
+pub use builtin::{
+    BCP47_URL, Bcp47Provider, BuiltinData, ISO3166_URL, Iso3166Provider, MIME_URL, MimeProvider,
+    SUBTAG_REGISTRY_PACKAGE, SUBTAG_REGISTRY_VERSION, SubtagKind, SubtagRegistry, UCUM_URL,
+    UcumProvider, builtin_data_path, load_builtin_data, valid_media_type,
+};
 pub use bundle::write_bundle;
 pub use codesystem::{CodeSystem, Concept, Content};
 pub use error::{ErrorKind, Issue, LoadError, Severity, TX_ISSUE_TYPE, TxError, operation_outcome};

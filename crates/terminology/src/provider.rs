@@ -93,6 +93,13 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
         true
     }
 
+    /// Whether `code`'s display is its only right name. A code without a fixed name (an ISO 3166 user-assigned
+    /// code element) takes any display, with only a hint to define one in a supplement.
+    fn display_is_fixed(&self, code: &str) -> bool {
+        let _ = code;
+        true
+    }
+
     /// Whether `code` is among the codes an include with these `filters` selects, when the provider can tell
     /// without evaluating the selection (for SNOMED CT `is-a` is one subsumption test); `None` when it cannot,
     /// and then [`Self::select`] decides.

@@ -69,12 +69,22 @@ impl Default for Terminology {
 }
 
 impl Terminology {
-    /// A service over `registry`.
+    /// A service over `registry`, with the built-in code systems as far as they need no data files.
     pub fn new(registry: Registry, config: Config) -> Self {
+        Terminology::with_builtin_data(registry, config, &crate::builtin::BuiltinData::default())
+    }
+
+    /// A service over `registry` whose built-in code systems use `data` (the IANA Language Subtag Registry's
+    /// descriptions as BCP-47 displays).
+    pub fn with_builtin_data(
+        registry: Registry,
+        config: Config,
+        data: &crate::builtin::BuiltinData,
+    ) -> Self {
         let expansions =
             crate::cache::Lru::new(config.expansion_cache_entries, config.expansion_cache_bytes);
         // Grammar-based code systems (UCUM) need no content: every service answers for them.
-        let providers = crate::builtin::builtin_providers(&registry);
+        let providers = crate::builtin::builtin_providers(&registry, data);
         Terminology {
             registry,
             config,

@@ -1074,6 +1074,36 @@ fn check_display(
     } else {
         langs.join(",")
     };
+    if let Some(p) = &cs.provider
+        && !p.display_is_fixed(&concept.code)
+    {
+        // The name a supplement gives such a code is right, whatever its language.
+        if concept
+            .designations
+            .iter()
+            .any(|d| d.source.is_some() && eq(&d.value, display))
+        {
+            return;
+        }
+        let known = concept.display.as_deref().unwrap_or_default();
+        let text = format!(
+            "The display name '{display}' is not a known display name for {}#{}. Known display is '{known}' ({}) (for the language(s) '{lang_label}'). Use a supplement to define displays for user assigned codes",
+            cs.url,
+            concept.code,
+            cs_lang.as_deref().unwrap_or("en")
+        );
+        check.issues.push(
+            Issue::new(
+                Severity::Information,
+                "invalid",
+                Some("invalid-display"),
+                text,
+            )
+            .with_id("Display_Name_Not_Fixed_use_Supplement")
+            .at(coding.expr("display")),
+        );
+        return;
+    }
     let valid: Vec<&(Option<String>, String)> =
         candidates.iter().filter(|(l, _)| in_lang(l)).collect();
     if valid.is_empty() {

