@@ -211,6 +211,21 @@ fn serve_fetches_open_content_and_starts_without_what_it_cannot_get() {
         log.contains("hl7.fhir.r4.examples@4.0.1 is missing"),
         "the log names what is missing: {log}"
     );
+    // The built-in code systems' data is not there either: BCP-47 tags are validated without its displays.
+    assert!(
+        log.contains("language-subtag-registry@0.4.2 is missing and could not be fetched"),
+        "the log names the missing registry data: {log}"
+    );
+    let answer: serde_json::Value = reqwest::blocking::get(
+        server.url("/fhir/CodeSystem/$validate-code?url=urn:ietf:bcp:47&code=de-CH"),
+    )
+    .unwrap()
+    .json()
+    .unwrap();
+    assert!(
+        answer.to_string().contains(r#""valueBoolean":true"#),
+        "{answer}"
+    );
     assert!(
         data.path()
             .join("packages/hl7.terminology.r4-7.0.1.tgz")
