@@ -176,10 +176,15 @@ impl Bcp47Provider {
         } else {
             format!(" ({})", parts.join(", "))
         };
-        reg.descriptions(SubtagKind::Language, tag.primary_language())
-            .iter()
-            .map(|d| format!("{d}{suffix}"))
-            .collect()
+        // An extended language subtag names the language more precisely than the primary one (`zh-yue` is
+        // "Yue Chinese", not "Chinese").
+        let language = match tag.extended_language() {
+            Some(ext) if !reg.descriptions(SubtagKind::Extlang, ext).is_empty() => {
+                reg.descriptions(SubtagKind::Extlang, ext)
+            }
+            _ => reg.descriptions(SubtagKind::Language, tag.primary_language()),
+        };
+        language.iter().map(|d| format!("{d}{suffix}")).collect()
     }
 
     /// Other names a display may give (all English): the registry's other descriptions and, for a language

@@ -181,6 +181,10 @@ fn tags_are_named_from_their_subtags_and_accept_tx_fhir_org_s_other_names() {
         ))
     );
     assert_eq!(display("ady"), Some(json!("Adyghe")));
+    assert_eq!(
+        display("zh-yue-HK"),
+        Some(json!("Yue Chinese (Region=Hong Kong)"))
+    );
     // The other descriptions of the language, and `Language (Region)`, are valid displays.
     for (code, d) in [
         ("ady", "Adygei"),
@@ -392,6 +396,21 @@ fn mime_types_are_validated_by_their_grammar() {
     ] {
         let v = validate_cs(tx(), "urn:ietf:bcp:13", code, None);
         assert_eq!(value(&v, "result"), Some(&json!(false)), "{code:?}: {v}");
+    }
+    // The grammar never panics, whatever is cut off or inserted (multi-byte characters included).
+    let samples = [
+        "multipart/form-data; boundary=\"a\\\"b;c\"; charset=utf-8",
+        "text/plain; name=\"é\\ü\"",
+    ];
+    for s in samples {
+        for (i, _) in s.char_indices() {
+            let _ = terminology::valid_media_type(&s[..i]);
+            let _ = terminology::valid_media_type(&s[i..]);
+            for insert in ["\"", "\\", ";", "=", " ", "ß", "\u{1}"] {
+                let _ = terminology::valid_media_type(&format!("{}{insert}{}", &s[..i], &s[i..]));
+            }
+        }
+        assert!(terminology::valid_media_type(s), "{s}");
     }
     // FHIR R4's `mimetypes` (all of BCP 13) and `consent-content-class` (one listed type).
     let vs_validate = |url: &str, code: &str| {
