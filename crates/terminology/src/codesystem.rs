@@ -273,7 +273,24 @@ impl CodeSystem {
         provider: Arc<dyn CodeSystemProvider>,
         concepts: Vec<Concept>,
     ) -> CodeSystem {
-        let mut cs = CodeSystem::from_json(resource);
+        CodeSystem::with_provider_concepts(CodeSystem::from_json(resource), provider, concepts)
+    }
+
+    /// As [`Self::from_provider`], from the metadata compiled before (`meta`: the resource compiled without
+    /// concepts), which a provider keeps so that each request's concepts do not parse the resource again.
+    pub fn from_provider_meta(
+        meta: &CodeSystem,
+        provider: Arc<dyn CodeSystemProvider>,
+        concepts: Vec<Concept>,
+    ) -> CodeSystem {
+        CodeSystem::with_provider_concepts(meta.clone(), provider, concepts)
+    }
+
+    fn with_provider_concepts(
+        mut cs: CodeSystem,
+        provider: Arc<dyn CodeSystemProvider>,
+        concepts: Vec<Concept>,
+    ) -> CodeSystem {
         cs.provider = Some(provider);
         for (i, c) in concepts.iter().enumerate() {
             cs.lower_index.entry(c.code.to_lowercase()).or_insert(i);

@@ -17,7 +17,8 @@ use std::sync::{Arc, Weak};
 pub struct LoincProvider {
     store: LoincStore,
     shell: Arc<Value>,
-    /// The shell compiled once (no provider, no concepts): the metadata the text answers write.
+    /// The shell compiled once (no provider, no concepts): the metadata the text answers write, and the start
+    /// of every compiled CodeSystem.
     meta: CodeSystem,
     /// The property codes whose `true` makes a concept abstract, as `CodeSystem::is_abstract` reads them.
     abstract_codes: Vec<String>,
@@ -101,7 +102,7 @@ impl LoincProvider {
             .iter()
             .map(|&i| self.concept(i, &pos))
             .collect::<Vec<_>>();
-        CodeSystem::from_provider(self.shell.clone(), self.me(), concepts)
+        CodeSystem::from_provider_meta(&self.meta, self.me(), concepts)
     }
 
     fn concept(&self, i: u32, pos: &HashMap<u32, usize>) -> Concept {
@@ -397,8 +398,8 @@ impl CodeSystemProvider for LoincProvider {
     }
 
     fn code_system(&self) -> Arc<CodeSystem> {
-        Arc::new(CodeSystem::from_provider(
-            self.shell.clone(),
+        Arc::new(CodeSystem::from_provider_meta(
+            &self.meta,
             self.me(),
             Vec::new(),
         ))
