@@ -188,8 +188,8 @@ pub struct CodeSystem {
     pub language: Option<String>,
     /// For a supplement: the canonical of the supplemented code system.
     pub supplements: Option<String>,
-    /// Property definitions.
-    pub properties: Vec<PropertyDef>,
+    /// Property definitions, shared by the copies a provider makes per request (LOINC declares dozens).
+    pub properties: Arc<Vec<PropertyDef>>,
     /// All concepts, depth first in document order.
     pub concepts: Vec<Concept>,
     /// Concepts without parents.
@@ -232,6 +232,7 @@ impl CodeSystem {
                     })
                     .collect()
             })
+            .map(Arc::new)
             .unwrap_or_default();
         let mut cs = CodeSystem {
             url: s("url").unwrap_or_default(),
@@ -468,9 +469,9 @@ impl CodeSystem {
                 out.applied_supplements.push(source.clone());
                 out.supplement_sources.push(s.clone());
             }
-            for p in &s.properties {
+            for p in s.properties.iter() {
                 if out.property_def(&p.code).is_none() {
-                    out.properties.push(p.clone());
+                    Arc::make_mut(&mut out.properties).push(p.clone());
                 }
             }
             for sc in &s.concepts {
