@@ -6,7 +6,7 @@
 //! `Text/HTML` is valid as written. A code's display is the code itself, as tx.fhir.org gives it.
 
 use crate::codesystem::{CodeSystem, Concept};
-use crate::error::TxError;
+use crate::error::{ErrorKind, Issue, Severity, TxError};
 use crate::provider::{CodeSystemProvider, Detail, MapTarget, Selection};
 use serde_json::{Value, json};
 use std::sync::{Arc, Weak};
@@ -182,13 +182,24 @@ impl CodeSystemProvider for MimeProvider {
         only: Option<&[String]>,
         path: &str,
     ) -> Result<Selection, TxError> {
-        // BCP 13 defines no filters: the generic compiler gives its error for any, and they select nothing.
-        let meta = self.code_system();
-        for (i, f) in filters.iter().enumerate() {
-            crate::filter::Filter::compile(&meta, f, &format!("{path}.filter[{i}]"))?;
-        }
-        if !filters.is_empty() {
-            return Ok(Selection::default());
+        // BCP 13 defines no properties to filter on: refused, rather than selecting nothing without a word.
+        if let Some((i, f)) = filters.iter().enumerate().next() {
+            let part = |k: &str| f[k].as_str().unwrap_or_default().to_string();
+            return Err(TxError::new(
+                ErrorKind::NotSupported,
+                Issue::new(
+                    Severity::Error,
+                    "not-supported",
+                    Some("vs-invalid"),
+                    format!(
+                        "The filter '{} {} {}' is not supported for the code system {MIME_URL}: media types have no properties to filter on",
+                        part("property"),
+                        part("op"),
+                        part("value")
+                    ),
+                )
+                .at(format!("{path}.filter[{i}]")),
+            ));
         }
         // A grammar has no list of members: an expansion of the whole system lists none and says why.
         let codes = only

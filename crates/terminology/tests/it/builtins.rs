@@ -447,6 +447,19 @@ fn mime_types_are_validated_by_their_grammar() {
         v["expansion"]["extension"][1]["valueString"],
         "The code System 'urn:ietf:bcp:13' has a grammar and so has infinite members"
     );
+    // BCP 13 has no properties: a filter is refused, not an empty selection.
+    let e = tx()
+        .run(
+            Operation::Expand,
+            &Params::from_json(&json!({"resourceType": "Parameters", "parameter": [
+                {"name": "valueSet", "resource": {"resourceType": "ValueSet", "status": "active",
+                    "compose": {"include": [{"system": "urn:ietf:bcp:13",
+                        "filter": [{"property": "type", "op": "=", "value": "text"}]}]}}},
+            ]})),
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(e.kind, terminology::ErrorKind::NotSupported, "{e:?}");
     let v = run(
         bare(),
         Operation::Lookup,
