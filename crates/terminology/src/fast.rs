@@ -425,6 +425,25 @@ fn include_contains(cs: &CodeSystem, include: &Value, code: &str) -> Option<bool
     }
 }
 
+/// Whether the value set's extensions only describe it (its maturity, work group, standards status: the
+/// general path reads the last through `status_label`, checked apart), so that none changes a validation;
+/// a `valueset-supplement`, say, does.
+fn describes_only(vs: &Value) -> bool {
+    const DESCRIPTIVE: [&str; 4] = [
+        "http://hl7.org/fhir/StructureDefinition/structuredefinition-fmm",
+        "http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status",
+        "http://hl7.org/fhir/StructureDefinition/structuredefinition-wg",
+        "http://hl7.org/fhir/StructureDefinition/structuredefinition-normative-version",
+    ];
+    match vs.get("extension") {
+        None => true,
+        Some(Value::Array(a)) => a
+            .iter()
+            .all(|e| e["url"].as_str().is_some_and(|u| DESCRIPTIVE.contains(&u))),
+        Some(_) => false,
+    }
+}
+
 fn validate_vs(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     let (url, system, code) = (q.get("url")?, q.get("system")?, q.get("code")?);
     // `url|version` and value sets with several versions are the general path's.
@@ -434,7 +453,7 @@ fn validate_vs(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     let vs = ctx.find_vs(url)?;
     // One include of the coding's whole system (or a provider's filters), nothing else that shapes the answer.
     let compose = vs.get("compose")?.as_object()?;
-    if compose.keys().any(|k| k != "include") || vs.get("extension").is_some() {
+    if compose.keys().any(|k| k != "include") || !describes_only(&vs) {
         return None;
     }
     if status_label(&vs).is_some() {

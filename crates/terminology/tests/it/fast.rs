@@ -8,8 +8,8 @@ use crate::shared;
 use serde_json::Value;
 use std::sync::Arc;
 use terminology::{
-    Config, LoincProvider, Operation, Params, Registry, SnomedProvider, Terminology,
-    import_icd10cm, import_loinc_store,
+    Config, Kind, LoincProvider, Operation, Params, Registry, SnomedProvider, Terminology,
+    import_icd10cm, import_loinc_store, load_package,
 };
 
 const SCT: &str = "http://snomed.info/sct";
@@ -100,12 +100,19 @@ struct Tally {
 impl Fixture {
     /// Runs `query` both ways and compares.
     fn same(&self, op: Operation, query: &[(&str, &str)], tally: &mut Tally) {
+        same(&self.tx, op, query, tally);
+    }
+}
+
+/// Runs `query` both ways in `tx` and compares.
+fn same(tx: &Terminology, op: Operation, query: &[(&str, &str)], tally: &mut Tally) {
+    {
         let query: Vec<(String, String)> = query
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let general = self.tx.run(op, &Params::from_query(&query), None);
-        let fast = self.tx.run_fast(op, &query, None);
+        let general = tx.run(op, &Params::from_query(&query), None);
+        let fast = tx.run_fast(op, &query, None);
         tally.asked += 1;
         match (general, fast) {
             (Ok(g), Some(f)) => {
@@ -307,6 +314,97 @@ fn the_fast_path_answers_byte_for_byte_as_the_general_path() {
         );
     }
     assert_mostly_fast("ICD-10-CM subsumes", &t, 0.9);
+}
+
+/// The code systems of the two FHIR packages (designations with uses, properties of every type, statuses,
+/// abstract concepts, hierarchies by nesting and by `parent` property): `$lookup` and `$validate-code` of every
+/// concept of every complete code system, and `ValueSet/$validate-code` of every value set that includes one
+/// whole code system, over that system's codes.
+#[test]
+fn the_fast_path_answers_package_code_systems_as_the_general_path() {
+    let mut registry = Registry::new();
+    for p in [
+        "hl7.fhir.r4.examples-4.0.1.tgz",
+        "hl7.terminology.r4-7.0.1.tgz",
+    ] {
+        load_package(&shared().join("data/fhir/packages").join(p), &mut registry).unwrap();
+    }
+    let mut systems: Vec<(String, Vec<String>)> = Vec::new();
+    for r in registry.resources(Kind::CodeSystem) {
+        let Some(url) = r["url"].as_str() else {
+            continue;
+        };
+        let versions = registry.code_system_versions(url);
+        // The newest version is the one a request without a version gets.
+        if r["content"] != "complete" || systems.iter().any(|(u, _)| u == url) {
+            continue;
+        }
+        let codes = versions
+            .iter()
+            .find(|cs| cs.resource["content"] == "complete")
+            .map(|cs| cs.concepts.iter().map(|c| c.code.clone()).collect())
+            .unwrap_or_default();
+        systems.push((url.to_string(), codes));
+    }
+    let whole_system_sets: Vec<(String, String)> = registry
+        .resources(Kind::ValueSet)
+        .filter_map(|vs| {
+            let include = vs["compose"]["include"].as_array()?;
+            let [one] = include.as_slice() else {
+                return None;
+            };
+            let keys: Vec<&String> = one.as_object()?.keys().collect();
+            (keys == ["system"]).then(|| {
+                (
+                    vs["url"].as_str().unwrap_or_default().to_string(),
+                    one["system"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+        })
+        .collect();
+    let tx = Terminology::new(registry, Config::default());
+    let (mut lookups, mut validations) = (Tally::default(), Tally::default());
+    let mut concepts = 0;
+    for (url, codes) in &systems {
+        for code in codes {
+            concepts += 1;
+            same(
+                &tx,
+                Operation::Lookup,
+                &[("system", url), ("code", code)],
+                &mut lookups,
+            );
+            same(
+                &tx,
+                Operation::ValidateCs,
+                &[("url", url), ("code", code)],
+                &mut validations,
+            );
+        }
+    }
+    assert!(
+        concepts > 10_000,
+        "{concepts} concepts of package code systems"
+    );
+    assert_mostly_fast("package code system lookup", &lookups, 0.95);
+    assert_mostly_fast("package CodeSystem/$validate-code", &validations, 0.75);
+    let mut t = Tally::default();
+    for (vs, system) in &whole_system_sets {
+        let Some((_, codes)) = systems.iter().find(|(u, _)| u == system) else {
+            continue;
+        };
+        // A code of another system, to be outside the value set.
+        for code in codes.iter().take(200).chain(systems[0].1.first()) {
+            same(
+                &tx,
+                Operation::ValidateVs,
+                &[("url", vs), ("system", system), ("code", code)],
+                &mut t,
+            );
+        }
+    }
+    assert!(t.asked > 1000, "{} whole-system validations", t.asked);
+    assert_mostly_fast("package ValueSet/$validate-code", &t, 0.55);
 }
 
 #[test]
