@@ -530,10 +530,10 @@ impl CodeSystemProvider for LoincProvider {
         if let Some(d) = s.definition(i) {
             out.param_str("definition", "valueString", d);
         }
-        let is_abstract = s.properties(i).any(|p| {
-            p.kind == PropKind::Boolean
-                && p.value == "true"
-                && self.abstract_codes.iter().any(|c| c == p.code)
+        // By the codes' string ids: the other properties are not decoded for this.
+        let is_abstract = self.abstract_codes.iter().any(|c| {
+            s.property_values(i, c)
+                .any(|p| p.kind == PropKind::Boolean && p.value == "true")
         });
         out.param_bool("abstract", is_abstract);
         for d in s.designations(i) {
