@@ -316,10 +316,18 @@ impl CodeSystemProvider for Bcp47Provider {
             json!({"name": "system", "valueUri": BCP47_URL}),
             json!({"name": "name", "valueString": "IETF BCP-47 Language Tags"}),
         ];
-        if let Some(d) = self.display(code) {
+        let display = self.display(code);
+        if let Some(d) = &display {
             out.push(json!({"name": "display", "valueString": d}));
         }
         out.push(json!({"name": "abstract", "valueBoolean": false}));
+        // The other English names the tag goes by (the registry's other descriptions, `Language (Region)`).
+        for n in self.other_names(code, display.as_deref()) {
+            out.push(json!({"name": "designation", "part": [
+                {"name": "language", "valueCode": "en"},
+                {"name": "value", "valueString": n},
+            ]}));
+        }
         Some(json!({"resourceType": "Parameters", "parameter": out}))
     }
 

@@ -195,6 +195,24 @@ fn tags_are_named_from_their_subtags_and_accept_tx_fhir_org_s_other_names() {
         assert_eq!(value(&v, "result"), Some(&json!(true)), "{code} {d}: {v}");
         assert!(param(&v, "issues").is_none(), "{code} {d}: {v}");
     }
+    // `$lookup` lists them as designations.
+    let v = run(
+        tx(),
+        Operation::Lookup,
+        json!({"resourceType": "Parameters", "parameter": [
+            {"name": "system", "valueUri": "urn:ietf:bcp:47"},
+            {"name": "code", "valueCode": "ady"},
+        ]}),
+    );
+    assert_eq!(value(&v, "display"), Some(&json!("Adyghe")));
+    let names: Vec<&Value> = v["parameter"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] == "designation")
+        .map(|p| &p["part"][1]["valueString"])
+        .collect();
+    assert_eq!(names, [&json!("Adygei"), &json!("Adyghe; Adygei")], "{v}");
     let v = validate_cs(tx(), "urn:ietf:bcp:47", "de-LI", Some("Swiss German"));
     assert_eq!(value(&v, "result"), Some(&json!(false)), "{v}");
     // Offline (no registry, no content) a tag is still validated, and has no display.
