@@ -46,12 +46,12 @@ impl Store {
     /// The installed language refsets that match an `Accept-Language` header, best first; the defaults
     /// (en-US, en-GB, others) when nothing matches or no header was sent.
     pub fn language_refsets_for(&self, accept_language: Option<&str>) -> Vec<SctId> {
+        let Some(accept_language) = accept_language else {
+            return self.default_refsets();
+        };
         let installed = self.language_refsets();
         let mut out: Vec<SctId> = Vec::new();
-        for tag in accept_language
-            .map(parse_accept_language)
-            .unwrap_or_default()
-        {
+        for tag in parse_accept_language(accept_language) {
             let primary = tag.split('-').next().unwrap_or("");
             if let Some(r) = dialect_refset(&tag)
                 && installed.iter().any(|(i, _)| *i == r)

@@ -105,6 +105,8 @@ pub struct Ctx<'a> {
     pub used_version_rules: std::cell::RefCell<Vec<(&'static str, String)>>,
     /// Code systems served from stores of their own (SNOMED CT).
     pub providers: &'a [Arc<dyn CodeSystemProvider>],
+    /// The code system of each of `providers`, in the same order.
+    pub provider_systems: &'a [Arc<CodeSystem>],
     /// While set (by `$validate-code`), the only codes whose membership matters: a provider's include then
     /// tests these instead of listing every code it selects.
     pub probe: std::cell::RefCell<Option<Vec<String>>>,
@@ -117,8 +119,9 @@ impl<'a> Ctx<'a> {
         let served: Vec<Arc<CodeSystem>> = self
             .providers
             .iter()
-            .filter(|p| p.system() == url)
-            .map(|p| p.code_system())
+            .zip(self.provider_systems)
+            .filter(|(p, _)| p.system() == url)
+            .map(|(_, cs)| cs.clone())
             .collect();
         if !served.is_empty() {
             return served;
@@ -132,11 +135,12 @@ impl<'a> Ctx<'a> {
         out
     }
 
-    /// The provider serving `url` in `version` (any version when None).
-    fn provider(&self, url: &str, version: Option<&str>) -> Option<&Arc<dyn CodeSystemProvider>> {
+    /// The code system of the provider serving `url` in `version` (any version when None).
+    fn provider_system(&self, url: &str, version: Option<&str>) -> Option<&Arc<CodeSystem>> {
         self.providers
             .iter()
-            .find(|p| p.system() == url && version.is_none_or(|v| p.accepts_version(v)))
+            .position(|p| p.system() == url && version.is_none_or(|v| p.accepts_version(v)))
+            .map(|i| &self.provider_systems[i])
     }
 
     /// `cs` with the concepts `codes` compiled, when a provider serves it; `cs` itself otherwise.
@@ -153,8 +157,8 @@ impl<'a> Ctx<'a> {
     /// The code system `url` in `version` (a pattern) or the newest, without version rules.
     pub fn find_cs(&self, url: &str, version: Option<&str>) -> Option<Arc<CodeSystem>> {
         // A provider's version may be named in other forms (a SNOMED CT edition without its date).
-        if let Some(p) = version.and_then(|v| self.provider(url, Some(v))) {
-            return Some(p.code_system());
+        if let Some(cs) = version.and_then(|v| self.provider_system(url, Some(v))) {
+            return Some(cs.clone());
         }
         let all = self.cs_versions(url);
         let all: Vec<_> = all
@@ -211,7 +215,7 @@ impl<'a> Ctx<'a> {
         if let Some((system, _)) = canonical.split_once("?fhir_vs") {
             // Implicit value sets (`http://snomed.info/sct?fhir_vs=isa/...`) are defined by their URL, which
             // may hold `|` (terms in ECL), so it is not split as `url|version`.
-            let p = self.provider(system, None)?;
+            let p = self.providers.iter().find(|p| p.system() == system)?;
             return p.implicit_value_set(canonical).map(Arc::new);
         }
         let (url, stated) = split_canonical(canonical);

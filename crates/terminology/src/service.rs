@@ -1,6 +1,7 @@
 //! The facade: [`Terminology`] holds the loaded content and answers the FHIR terminology operations,
 //! search and read. The server and the CLI call only this.
 
+use crate::codesystem::CodeSystem;
 use crate::context::{Ctx, Options};
 use crate::error::TxError;
 use crate::params::Params;
@@ -56,6 +57,9 @@ pub struct Terminology {
     registry: Registry,
     config: Config,
     providers: Vec<Arc<dyn CodeSystemProvider>>,
+    /// Each provider's code system (metadata, no concepts), in the order of `providers`: made once, since
+    /// building one clones the provider's resource and single-code requests look it up every time.
+    provider_systems: Vec<Arc<CodeSystem>>,
     /// Evaluated value sets of earlier expansions. The content is fixed once served (registry and providers
     /// are never changed after start), so an entry is stale only if the request brought content of its own,
     /// and such requests are never cached.
@@ -85,10 +89,12 @@ impl Terminology {
             crate::cache::Lru::new(config.expansion_cache_entries, config.expansion_cache_bytes);
         // Grammar-based code systems (UCUM) need no content: every service answers for them.
         let providers = crate::builtin::builtin_providers(&registry, data);
+        let provider_systems = providers.iter().map(|p| p.code_system()).collect();
         Terminology {
             registry,
             config,
             providers,
+            provider_systems,
             expansions,
         }
     }
@@ -96,6 +102,7 @@ impl Terminology {
     /// This service with `provider` answering for its code system (it replaces any FHIR resource of that URL).
     pub fn with_provider(mut self, provider: Arc<dyn CodeSystemProvider>) -> Self {
         // Before the built-in ones, so that a provider given here answers for a system they also serve.
+        self.provider_systems.insert(0, provider.code_system());
         self.providers.insert(0, provider);
         self
     }
@@ -182,6 +189,7 @@ impl Terminology {
             lenient_includes: std::cell::Cell::new(false),
             used_version_rules: Default::default(),
             providers: &self.providers,
+            provider_systems: &self.provider_systems,
             probe: Default::default(),
         }
     }
