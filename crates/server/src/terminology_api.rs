@@ -8,7 +8,7 @@ use crate::error::ApiError;
 use crate::state::AppState;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequest, Path, Query, Request, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -115,35 +115,58 @@ async fn run(
 
 async fn type_level(
     State(state): State<AppState>,
-    method: Method,
     Path((ty, id)): Path<(String, String)>,
-    Query(query): Query<Vec<(String, String)>>,
-    headers: HeaderMap,
-    body: Bytes,
+    req: Request,
 ) -> Result<Response, ApiError> {
     let kind = kind(&ty)?;
+    // The query is read here rather than by an extractor: the single-code GETs below borrow its pairs
+    // without copying them, and the headers and body are only taken when the general path needs them.
+    let query = req.uri().query().unwrap_or_default();
     if id.starts_with('$') {
         let op = operation(kind, &id)
             .ok_or_else(|| ApiError::NotFound(format!("no operation {id} on {ty}")))?;
         // The common single-code GETs are answered right here: microseconds of work, not worth a trip to the
         // blocking pool. Anything the fast path does not handle (it says so with None) takes the general path.
-        if method == Method::GET
+        if req.method() == Method::GET
             && let Some(tx) = &state.terminology
-            && let Some(answer) = tx.run_fast(op, &query, accept_language(&headers).as_deref())
         {
-            return Ok(([("content-type", "application/fhir+json")], answer).into_response());
+            let pairs: Vec<_> = form_urlencoded::parse(query.as_bytes()).collect();
+            let language = req
+                .headers()
+                .get("accept-language")
+                .and_then(|v| v.to_str().ok());
+            if let Some(answer) = tx.run_fast(op, &pairs, language) {
+                return Ok(([("content-type", "application/fhir+json")], answer).into_response());
+            }
         }
+        let query = owned_pairs(query);
+        let method = req.method().clone();
+        let headers = req.headers().clone();
+        let body = match Bytes::from_request(req, &state).await {
+            Ok(body) => body,
+            Err(rejection) => return Ok(rejection.into_response()),
+        };
         let params = read_params(&method, &query, &body)?;
         return run(state, op, params, &headers).await;
     }
-    if method != Method::GET {
-        return Err(ApiError::NotSupported(format!("{method} on {ty}/{id}")));
+    if req.method() != Method::GET {
+        return Err(ApiError::NotSupported(format!(
+            "{} on {ty}/{id}",
+            req.method()
+        )));
     }
     let tx = service(&state)?;
     match tx.read(kind, &id) {
         Some(r) => Ok(fhir_json(&r)),
         None => Err(ApiError::NotFound(format!("{ty}/{id} is not known"))),
     }
+}
+
+/// The decoded name/value pairs of a query string.
+fn owned_pairs(query: &str) -> Vec<(String, String)> {
+    form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect()
 }
 
 async fn instance_level(

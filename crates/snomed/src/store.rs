@@ -425,6 +425,9 @@ impl Store {
 
     /// Checks that the CSR arrays agree with their tables, so that accessors cannot index out of bounds.
     fn validate(&self) -> Result<(), String> {
+        // Once here, so that reading a term is a bounds check, not a UTF-8 scan (see `heap_str`).
+        std::str::from_utf8(self.sec::<u8>(Section::Strings))
+            .map_err(|e| format!("the string heap is not UTF-8: {e}"))?;
         let n = self.concepts().len();
         let check = |name: &str, off: &[u32], rows: usize, len: usize| {
             if off.len() != rows + 1 || off.last().copied().unwrap_or(0) as usize != len {
@@ -520,9 +523,14 @@ impl Store {
     }
 
     fn heap_str(&self, off: u32, len: u32) -> &str {
-        let bytes = &self.sec::<u8>(Section::Strings)[off as usize..off as usize + len as usize];
-        // Written from &str at import; a damaged byte shows as an empty string rather than a panic.
-        std::str::from_utf8(bytes).unwrap_or("")
+        let bytes = self.sec::<u8>(Section::Strings);
+        // SAFETY: `validate` checked at open that the whole section is UTF-8, and the mapping never changes
+        // (see `open`); `str::get` below keeps every slice on character boundaries, so each is UTF-8 too.
+        let heap = unsafe { std::str::from_utf8_unchecked(bytes) };
+        // A damaged offset shows as an empty string rather than a panic.
+        let start = off as usize;
+        heap.get(start..start.saturating_add(len as usize))
+            .unwrap_or("")
     }
 
     fn csr(&self, off: Section, data: Section, i: u32) -> &[ConceptIdx] {
@@ -885,6 +893,15 @@ impl Store {
                     .find(|d| d.active && d.kind == DescriptionKind::Synonym)
             })
             .or_else(|| self.descriptions(idx).find(|d| d.active))
+    }
+
+    /// The term of [`Store::preferred_synonym`], without reading the rest of the description.
+    pub fn preferred_term(&self, idx: ConceptIdx, refsets: &[SctId]) -> Option<&str> {
+        if refsets == self.default_refsets.as_slice() {
+            let row = *self.default_terms.get(idx.0 as usize)?;
+            return (row != u32::MAX).then(|| self.description_term(DescriptionIdx(row)));
+        }
+        self.find_preferred_synonym(idx, refsets).map(|d| d.term)
     }
 
     /// The preferred fully specified name for the first of `refsets`; falls back to any active FSN.

@@ -216,7 +216,7 @@ impl<'a> Ctx<'a> {
             // Implicit value sets (`http://snomed.info/sct?fhir_vs=isa/...`) are defined by their URL, which
             // may hold `|` (terms in ECL), so it is not split as `url|version`.
             let p = self.providers.iter().find(|p| p.system() == system)?;
-            return p.implicit_value_set(canonical).map(Arc::new);
+            return p.implicit_value_set(canonical);
         }
         let (url, stated) = split_canonical(canonical);
         let version = stated.or_else(|| {

@@ -24,16 +24,20 @@ struct Query<'q> {
 
 impl<'q> Query<'q> {
     /// The pairs of `query` other than `_format`-style ones, when every name is in `allowed` and none repeats.
-    fn read(query: &'q [(String, String)], allowed: &[&str]) -> Option<Query<'q>> {
+    fn read<K: AsRef<str>, V: AsRef<str>>(
+        query: &'q [(K, V)],
+        allowed: &[&str],
+    ) -> Option<Query<'q>> {
         let mut pairs: Vec<(&str, &str)> = Vec::with_capacity(query.len());
         for (k, v) in query {
+            let k = k.as_ref();
             if k.starts_with('_') {
                 continue;
             }
-            if !allowed.contains(&k.as_str()) || pairs.iter().any(|(n, _)| n == k) {
+            if !allowed.contains(&k) || pairs.iter().any(|(n, _)| *n == k) {
                 return None;
             }
-            pairs.push((k, v));
+            pairs.push((k, v.as_ref()));
         }
         Some(Query { pairs })
     }
@@ -209,10 +213,10 @@ impl Terminology {
     /// Answers `op` from the fast path when the request (GET query pairs, the Accept-Language header) has a
     /// shape it handles: the JSON text of the answer, exactly what [`Terminology::run`] would give. `None` means
     /// "run the general path"; that is also how every error is answered.
-    pub fn run_fast(
+    pub fn run_fast<K: AsRef<str>, V: AsRef<str>>(
         &self,
         op: Operation,
-        query: &[(String, String)],
+        query: &[(K, V)],
         accept_language: Option<&str>,
     ) -> Option<Vec<u8>> {
         // A language changes displays and designations: the general path knows how.
@@ -311,9 +315,9 @@ fn check_code(ctx: &Ctx<'_>, cs: &CodeSystem, code: &str) -> Option<Valid> {
             if !p.code_notes(code).is_empty() {
                 return None;
             }
-            // The display and status are all that is read here: the lighter detail (no list of every
-            // description) gives the same concept display and status (the sameness test holds it to that).
-            compiled = p.compile(&[code], None, Detail::Expansion);
+            // The display and status are all that is read here (no language is asked for, so designations
+            // play no part): the sameness test holds the lighter detail to the general path's answers.
+            compiled = p.compile(&[code], None, Detail::Display);
             (&compiled, p.quiet_inactive())
         }
         None => (cs, false),

@@ -15,6 +15,9 @@ pub enum Detail {
     Expansion,
     /// Every description, active and inactive (what display validation needs).
     Validation,
+    /// The display and status alone, no designations (what a validation with no display to check and no
+    /// language asked for reads).
+    Display,
 }
 
 /// The codes an include's filters select.
@@ -200,7 +203,7 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
 
     /// An implicit value set (`?fhir_vs...`) of this code system, None when the URL names none or names an
     /// unknown concept or reference set.
-    fn implicit_value_set(&self, url: &str) -> Option<Value>;
+    fn implicit_value_set(&self, url: &str) -> Option<Arc<Value>>;
 
     /// An implicit concept map (`?fhir_cm=...`): the targets of `code` (with `reverse`, the sources that map
     /// to `code`); None when the URL names no map of this provider.

@@ -244,7 +244,7 @@ impl CodeSystemProvider for Iso3166Provider {
         ))
     }
 
-    fn implicit_value_set(&self, _url: &str) -> Option<Value> {
+    fn implicit_value_set(&self, _url: &str) -> Option<Arc<Value>> {
         None
     }
 

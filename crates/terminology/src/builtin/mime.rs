@@ -243,7 +243,7 @@ impl CodeSystemProvider for MimeProvider {
         Some(crate::lookup::concept_answer(&cs, i, display, properties))
     }
 
-    fn implicit_value_set(&self, _url: &str) -> Option<Value> {
+    fn implicit_value_set(&self, _url: &str) -> Option<Arc<Value>> {
         None
     }
 

@@ -365,7 +365,7 @@ impl CodeSystemProvider for UcumProvider {
         Some(json!({"resourceType": "Parameters", "parameter": out}))
     }
 
-    fn implicit_value_set(&self, _url: &str) -> Option<Value> {
+    fn implicit_value_set(&self, _url: &str) -> Option<Arc<Value>> {
         None
     }
 

@@ -609,7 +609,7 @@ impl CodeSystemProvider for LoincProvider {
         Some(crate::lookup::concept_answer(&cs, 0, display, properties))
     }
 
-    fn implicit_value_set(&self, _url: &str) -> Option<Value> {
+    fn implicit_value_set(&self, _url: &str) -> Option<Arc<Value>> {
         // LOINC's implicit value sets have URLs of their own (`http://loinc.org/vs/LL...`), not `?fhir_vs`;
         // they are registered as resources (see `resources`).
         None

@@ -3,6 +3,7 @@
 //! and concept maps (`?fhir_cm=...`) of the SNOMED CT URI standard.
 
 mod expression;
+mod lookup_text;
 mod membership;
 mod paging;
 mod words;
@@ -56,6 +57,9 @@ pub struct SnomedProvider {
     /// languages): ECL or a text search over the edition costs milliseconds, a page of a cached set
     /// microseconds. They depend on the immutable store alone, so they are never stale.
     matches: crate::cache::Lru<paging::Matched>,
+    /// Implicit value sets (`?fhir_vs...`) made for recent requests, by URL: a validation against
+    /// `?fhir_vs=isa/X` names the same few value sets over and over.
+    implicit_value_sets: crate::cache::Lru<Value>,
 }
 
 /// Bounds of the cache of evaluated includes: a full-scale edition's largest sets are ~50 KB as bitmaps, a
@@ -115,7 +119,81 @@ impl SnomedProvider {
             shell,
             text_order: OnceLock::new(),
             matches: crate::cache::Lru::new(MATCH_CACHE_ENTRIES, MATCH_CACHE_BYTES),
+            implicit_value_sets: crate::cache::Lru::new(1024, 4 << 20),
         })
+    }
+
+    /// The implicit value set `url` (`?fhir_vs`, `=isa/X`, `=refset`, `=refset/X`, `=ecl/...`), made anew.
+    fn make_implicit_value_set(&self, url: &str) -> Option<Value> {
+        let query = url.strip_prefix(SCT)?.strip_prefix("?fhir_vs")?;
+        let include = |filter: Option<Value>| {
+            let mut inc = json!({"system": SCT});
+            if let Some(f) = filter {
+                inc["filter"] = json!([f]);
+            }
+            inc
+        };
+        let (title, inc) = if query.is_empty() {
+            (
+                "SNOMED CT Reference Set (All of SNOMED CT)".to_string(),
+                include(None),
+            )
+        } else {
+            let query = query.strip_prefix('=')?;
+            if let Some(code) = query.strip_prefix("isa/") {
+                let idx = self.idx(code)?;
+                let term = self.term(idx, &self.refsets_for(None)).unwrap_or_default();
+                (
+                    format!("SNOMED CT Concept {code} and descendants ({term})"),
+                    include(Some(
+                        json!({"property": "concept", "op": "is-a", "value": code}),
+                    )),
+                )
+            } else if query == "refset" {
+                (
+                    "SNOMED CT Reference Sets".to_string(),
+                    include(Some(
+                        json!({"property": "concept", "op": "descendent-of", "value": REFSET_ROOT.to_string()}),
+                    )),
+                )
+            } else if let Some(code) = query.strip_prefix("refset/") {
+                // Only a reference set with members in this edition defines a value set.
+                let idx = self.idx(code)?;
+                let id = self.store.id_of(idx);
+                if !self.store.refsets().any(|r| r == id) {
+                    return None;
+                }
+                (
+                    format!("SNOMED CT Reference Set {code}"),
+                    include(Some(
+                        json!({"property": "concept", "op": "in", "value": code}),
+                    )),
+                )
+            } else if let Some(ecl) = query.strip_prefix("ecl/") {
+                (
+                    format!("SNOMED CT Concepts matching {ecl}"),
+                    include(Some(
+                        json!({"property": "constraint", "op": "=", "value": ecl}),
+                    )),
+                )
+            } else {
+                return None;
+            }
+        };
+        let name = if query.is_empty() {
+            "ALLSNOMEDCT"
+        } else {
+            "SNOMEDCTImplicitValueSet"
+        };
+        Some(json!({
+            "resourceType": "ValueSet",
+            "url": url,
+            "name": name,
+            "title": title,
+            "status": "active",
+            "date": crate::time::now_instant(),
+            "compose": {"include": [inc]},
+        }))
     }
 
     /// The store served.
@@ -147,8 +225,8 @@ impl SnomedProvider {
 
     fn term(&self, idx: ConceptIdx, refsets: &[SctId]) -> Option<String> {
         self.store
-            .preferred_synonym(idx, refsets)
-            .map(|d| d.term.to_string())
+            .preferred_term(idx, refsets)
+            .map(str::to_string)
     }
 
     fn term_of_id(&self, id: u64, refsets: &[SctId]) -> Option<String> {
@@ -201,6 +279,7 @@ impl SnomedProvider {
             json!({"system": SCT, "code": type_id.get().to_string(), "display": display})
         };
         match detail {
+            Detail::Display => {}
             Detail::Expansion => {
                 // What an expansion shows: the preferred FSN and the preferred term.
                 let fsn = self.store.fully_specified_name(idx, refsets);
@@ -1135,194 +1214,18 @@ impl CodeSystemProvider for SnomedProvider {
                 .lookup(code, None, &[])
                 .and_then(|v| serde_json::to_vec(&v).ok());
         }
-        let refsets = self.refsets_for(None);
-        let store = &*self.store;
-        let focus = self.idx(code)?;
-        let concept = store.concept(focus);
-        let mut descs: Vec<_> = store
-            .descriptions(focus)
-            .filter(|d| d.active && d.kind != DescriptionKind::Definition)
-            .collect();
-        descs.sort_by_key(|d| d.id.get());
-        let mut out = Vec::with_capacity(4096);
-        let text = |out: &mut Vec<u8>, s: &str| {
-            let _ = serde_json::to_writer(&mut *out, s);
-        };
-        out.extend_from_slice(
-            br#"{"resourceType":"Parameters","parameter":[{"name":"abstract","valueBoolean":false},{"name":"code","valueCode":"#,
-        );
-        text(&mut out, code);
-        out.push(b'}');
-        for d in &descs {
-            out.extend_from_slice(
-                br#",{"name":"designation","part":[{"name":"language","valueCode":"#,
-            );
-            text(&mut out, d.language);
-            out.extend_from_slice(
-                br#"},{"name":"use","valueCoding":{"system":"http://snomed.info/sct","code":""#,
-            );
-            out.extend_from_slice(d.type_id.get().to_string().as_bytes());
-            out.extend_from_slice(if d.kind == DescriptionKind::Fsn {
-                br#"","display":"Fully specified name"}},{"name":"value","valueString":"#.as_slice()
-            } else {
-                br#"","display":"Synonym"}},{"name":"value","valueString":"#.as_slice()
-            });
-            text(&mut out, d.term);
-            out.extend_from_slice(b"}]}");
-        }
-        out.extend_from_slice(br#",{"name":"display","valueString":"#);
-        text(&mut out, &self.term(focus, &refsets).unwrap_or_default());
-        out.extend_from_slice(br#"},{"name":"name","valueString":"#);
-        text(&mut out, &format!("{SCT}|{}", self.version));
-        out.push(b'}');
-        // (code, value) as the `Value` path sorts them (as text), and the property's JSON.
-        let mut props: Vec<(String, String, Vec<u8>)> = Vec::new();
-        // Concepts are named by their dense index where the store has it: a binary search over half a
-        // million concept rows per property is most of the time otherwise.
-        let mut coded = |code: String,
-                         code_display: Option<String>,
-                         value: u64,
-                         value_idx: Option<ConceptIdx>| {
-            let mut p = Vec::with_capacity(256);
-            p.extend_from_slice(br#",{"name":"property","part":[{"name":"code","valueCode":"#);
-            text(&mut p, &code);
-            p.push(b'}');
-            if let Some(d) = code_display {
-                p.extend_from_slice(br#",{"name":"code-display","valueString":"#);
-                text(&mut p, &d);
-                p.push(b'}');
-            }
-            if let Some(d) = value_idx.and_then(|i| self.term(i, &refsets)) {
-                p.extend_from_slice(br#",{"name":"description","valueString":"#);
-                text(&mut p, &d);
-                p.push(b'}');
-            }
-            let value = value.to_string();
-            p.extend_from_slice(br#",{"name":"value","valueCode":""#);
-            p.extend_from_slice(value.as_bytes());
-            p.extend_from_slice(br#""}]}"#);
-            props.push((code, value, p));
-        };
-        let mut attributes: Vec<(u64, u64, Option<ConceptIdx>, Option<ConceptIdx>)> = store
-            .relationships(focus)
-            .filter(|r| r.is_inferred_active() && r.type_id != consts::IS_A)
-            .map(|r| {
-                (
-                    r.type_id.get(),
-                    r.destination_id.get(),
-                    r.type_idx,
-                    r.destination,
-                )
-            })
-            .collect();
-        attributes.sort_unstable();
-        attributes.dedup();
-        for (t, v, ti, vi) in attributes {
-            coded(
-                t.to_string(),
-                ti.and_then(|i| self.term(i, &refsets)),
-                v,
-                vi,
-            );
-        }
-        for &p in store.parents(focus) {
-            coded("parent".into(), None, store.id_of(p).get(), Some(p));
-        }
-        for &c in store.children(focus) {
-            coded("child".into(), None, store.id_of(c).get(), Some(c));
-        }
-        let module = concept.module.get();
-        coded("module".into(), None, module, self.idx_of_id(module));
-        let mut effective = br#",{"name":"property","part":[{"name":"code","valueCode":"effectiveTime"},{"name":"value","valueDateTime":"#.to_vec();
-        text(&mut effective, &snomed::format_date(concept.effective_time));
-        effective.extend_from_slice(b"}]}");
-        props.push(("effectiveTime".into(), String::new(), effective));
-        let inactive = if concept.active {
-            br#",{"name":"property","part":[{"name":"code","valueCode":"inactive"},{"name":"value","valueBoolean":false}]}"#.to_vec()
-        } else {
-            br#",{"name":"property","part":[{"name":"code","valueCode":"inactive"},{"name":"value","valueBoolean":true}]}"#.to_vec()
-        };
-        props.push(("inactive".into(), String::new(), inactive));
-        props.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-        for (_, _, p) in &props {
-            out.extend_from_slice(p);
-        }
-        out.extend_from_slice(br#",{"name":"system","valueUri":"http://snomed.info/sct"},{"name":"version","valueString":"#);
-        text(&mut out, &self.version);
-        out.extend_from_slice(b"}]}");
-        Some(out)
+        self.lookup_answer(code)
     }
 
-    fn implicit_value_set(&self, url: &str) -> Option<Value> {
-        let query = url.strip_prefix(SCT)?.strip_prefix("?fhir_vs")?;
-        let include = |filter: Option<Value>| {
-            let mut inc = json!({"system": SCT});
-            if let Some(f) = filter {
-                inc["filter"] = json!([f]);
-            }
-            inc
-        };
-        let (title, inc) = if query.is_empty() {
-            (
-                "SNOMED CT Reference Set (All of SNOMED CT)".to_string(),
-                include(None),
-            )
-        } else {
-            let query = query.strip_prefix('=')?;
-            if let Some(code) = query.strip_prefix("isa/") {
-                let idx = self.idx(code)?;
-                let term = self.term(idx, &self.refsets_for(None)).unwrap_or_default();
-                (
-                    format!("SNOMED CT Concept {code} and descendants ({term})"),
-                    include(Some(
-                        json!({"property": "concept", "op": "is-a", "value": code}),
-                    )),
-                )
-            } else if query == "refset" {
-                (
-                    "SNOMED CT Reference Sets".to_string(),
-                    include(Some(
-                        json!({"property": "concept", "op": "descendent-of", "value": REFSET_ROOT.to_string()}),
-                    )),
-                )
-            } else if let Some(code) = query.strip_prefix("refset/") {
-                // Only a reference set with members in this edition defines a value set.
-                let idx = self.idx(code)?;
-                let id = self.store.id_of(idx);
-                if !self.store.refsets().any(|r| r == id) {
-                    return None;
-                }
-                (
-                    format!("SNOMED CT Reference Set {code}"),
-                    include(Some(
-                        json!({"property": "concept", "op": "in", "value": code}),
-                    )),
-                )
-            } else if let Some(ecl) = query.strip_prefix("ecl/") {
-                (
-                    format!("SNOMED CT Concepts matching {ecl}"),
-                    include(Some(
-                        json!({"property": "constraint", "op": "=", "value": ecl}),
-                    )),
-                )
-            } else {
-                return None;
-            }
-        };
-        let name = if query.is_empty() {
-            "ALLSNOMEDCT"
-        } else {
-            "SNOMEDCTImplicitValueSet"
-        };
-        Some(json!({
-            "resourceType": "ValueSet",
-            "url": url,
-            "name": name,
-            "title": title,
-            "status": "active",
-            "date": crate::time::now_instant(),
-            "compose": {"include": [inc]},
-        }))
+    fn implicit_value_set(&self, url: &str) -> Option<Arc<Value>> {
+        if let Some(vs) = self.implicit_value_sets.get(url) {
+            return Some(vs);
+        }
+        let vs = Arc::new(self.make_implicit_value_set(url)?);
+        // A URL with ECL is as long as the client makes it; the definition holds it about twice.
+        self.implicit_value_sets
+            .put(url.to_string(), vs.clone(), 512 + 2 * url.len());
+        Some(vs)
     }
 
     fn implicit_map(&self, url: &str, code: &str, reverse: bool) -> Option<Vec<MapTarget>> {
