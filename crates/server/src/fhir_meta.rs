@@ -2,7 +2,7 @@
 //!
 //! It lists only what this server really does; each pillar adds its resources and operations here when they work.
 
-use crate::state::AppState;
+use crate::state::Shared;
 use axum::Router;
 use axum::extract::{Query, State};
 use axum::response::IntoResponse;
@@ -10,7 +10,7 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 
-pub(crate) fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<Shared> {
     Router::new().route("/metadata", get(metadata))
 }
 
@@ -52,7 +52,7 @@ fn terminology_resources() -> Vec<Value> {
 }
 
 async fn metadata(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Query(query): Query<HashMap<String, String>>,
 ) -> impl IntoResponse {
     let version = state.info.version.clone();

@@ -27,6 +27,7 @@ mod terminology_api;
 pub use error::{ApiError, IssueType};
 pub use metrics::Metrics;
 pub use state::{AppState, ServerInfo};
+use state::Shared;
 
 use axum::{Router, middleware, routing::get};
 use std::future::Future;
@@ -34,6 +35,8 @@ use std::net::SocketAddr;
 
 /// Builds the whole HTTP application for `state`.
 pub fn router(state: AppState) -> Router {
+    // Handlers share one `Arc` of the state: extracting it clones one reference count, not one per field.
+    let state: Shared = std::sync::Arc::new(state);
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics::render))

@@ -8,7 +8,7 @@
 //! - `POST /messages/{id}/replay`: queue it again on every route that matches it.
 
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, Shared};
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 const DEFAULT_LIMIT: usize = 50;
 const MAX_LIMIT: usize = 1000;
 
-pub(crate) fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<Shared> {
     Router::new()
         .route("/", get(list))
         .route("/{id}", get(show))
@@ -71,7 +71,7 @@ struct ListParams {
 }
 
 async fn list(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Query(p): Query<ListParams>,
 ) -> Result<Response, ApiError> {
     let engine = engine(&state)?;
@@ -120,7 +120,7 @@ async fn list(
     .into_response())
 }
 
-async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn show(State(state): State<Shared>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let engine = engine(&state)?;
     let id = message_id(&id)?;
     let stored = blocking(move || engine.get(id))
@@ -154,7 +154,7 @@ async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Result<R
     Ok(axum::Json(out).into_response())
 }
 
-async fn raw(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn raw(State(state): State<Shared>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let engine = engine(&state)?;
     let id = message_id(&id)?;
     let stored = blocking(move || engine.get(id))
@@ -164,7 +164,7 @@ async fn raw(State(state): State<AppState>, Path(id): Path<String>) -> Result<Re
 }
 
 async fn replay(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let engine = engine(&state)?;

@@ -3,7 +3,7 @@
 //! Hand-written rather than a metrics framework: the server exports a handful of series, and counting them with
 //! atomics keeps the hot path free of locks once a route has been seen (the map is only written on first use).
 
-use crate::state::AppState;
+use crate::state::Shared;
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -105,7 +105,7 @@ impl Metrics {
 }
 
 /// Middleware that times every request under its route template (never the raw path, to bound cardinality).
-pub(crate) async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub(crate) async fn track(State(state): State<Shared>, req: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = req.method().to_string();
     let route = req
@@ -123,7 +123,7 @@ pub(crate) async fn track(State(state): State<AppState>, req: Request, next: Nex
     response
 }
 
-pub(crate) async fn render(State(state): State<AppState>) -> impl IntoResponse {
+pub(crate) async fn render(State(state): State<Shared>) -> impl IntoResponse {
     let mut body = state
         .metrics
         .render_text(state.started.elapsed().as_secs_f64());

@@ -5,7 +5,7 @@
 //! unknown one a 404.
 
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, Shared};
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::routing::get;
@@ -15,7 +15,7 @@ use snomed::{ConceptIdx, Description, RefsetMember, SctId, SearchRequest, Store,
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-pub(crate) fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<Shared> {
     Router::new()
         .route("/concepts/{id}", get(concept))
         .route("/concepts/{id}/descriptions", get(descriptions))
@@ -156,7 +156,7 @@ fn member_json(store: &Store, m: &RefsetMember<'_>) -> Value {
 }
 
 async fn concept(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path(id): Path<String>,
 ) -> Result<Json<ConceptJson>, ApiError> {
     let store = store(&state)?;
@@ -165,7 +165,7 @@ async fn concept(
 }
 
 async fn descriptions(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let store = store(&state)?;
@@ -178,7 +178,7 @@ async fn descriptions(
 }
 
 async fn preferred(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
@@ -212,7 +212,7 @@ fn parent_relationships(store: &Store, idx: ConceptIdx, transitive: bool) -> Val
 }
 
 async fn extended(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
@@ -256,7 +256,7 @@ async fn extended(
 }
 
 async fn properties(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let store = store(&state)?;
@@ -295,7 +295,7 @@ async fn properties(
 }
 
 async fn historical(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let store = store(&state)?;
@@ -315,7 +315,7 @@ async fn historical(
 }
 
 async fn refsets(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let store = store(&state)?;
@@ -329,7 +329,7 @@ async fn refsets(
 }
 
 async fn subsumed_by(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path((id, subsumer)): Path<(String, String)>,
 ) -> Result<Json<SubsumedBy>, ApiError> {
     let store = store(&state)?;
@@ -350,7 +350,7 @@ struct SubsumedBy {
 /// Members of `refset` for the concept; when it has none, those of its most specific ancestors that do
 /// (Hermes maps a concept "into" any refset this way).
 async fn map_to(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path((id, refset)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let store = store(&state)?;
@@ -392,7 +392,7 @@ async fn map_to(
 
 /// Reverse map: active members of a map refset whose `mapTarget` (or first string field) is `code`.
 async fn crossmap(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path((refset, code)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let store = store(&state)?;
@@ -447,7 +447,7 @@ fn flag(params: &HashMap<String, String>, name: &str) -> Result<Option<bool>, Ap
 }
 
 async fn search(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Query(params): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
@@ -516,7 +516,7 @@ fn evaluate_ecl(store: &Store, ecl: &str) -> Result<snomed::ecl_eval::RoaringBit
 
 /// ECL expansion: one row per concept with its preferred term (Hermes's `expand?ecl=...&preferred=true` shape).
 async fn expand(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Query(params): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {

@@ -20,6 +20,9 @@ impl Default for ServerInfo {
     }
 }
 
+/// The state as handlers receive it.
+pub(crate) type Shared = Arc<AppState>;
+
 /// Shared, cheaply cloned state of every handler.
 ///
 /// Each pillar adds its facade here as an `Option<Arc<_>>` (absent when its content is not loaded), so that a

@@ -5,7 +5,7 @@
 //! FHIR JSON.
 
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, Shared};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Query, Request, State};
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use terminology::{Kind, Operation, Params, Terminology};
 
-pub(crate) fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<Shared> {
     Router::new()
         .route("/$versions", get(versions).post(versions))
         .route("/{type}", get(search))
@@ -99,7 +99,7 @@ fn accept_language(headers: &HeaderMap) -> Option<String> {
 }
 
 async fn run(
-    state: AppState,
+    state: Shared,
     op: Operation,
     params: Params,
     headers: &HeaderMap,
@@ -114,7 +114,7 @@ async fn run(
 }
 
 async fn type_level(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path((ty, id)): Path<(String, String)>,
     req: Request,
 ) -> Result<Response, ApiError> {
@@ -170,7 +170,7 @@ fn owned_pairs(query: &str) -> Vec<(String, String)> {
 }
 
 async fn instance_level(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     method: Method,
     Path((ty, id, op)): Path<(String, String, String)>,
     Query(query): Query<Vec<(String, String)>>,
@@ -195,7 +195,7 @@ async fn instance_level(
 }
 
 async fn search(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Path(ty): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
