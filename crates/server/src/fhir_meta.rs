@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 
 pub(crate) fn routes() -> Router<Shared> {
-    Router::new().route("/metadata", get(metadata))
+    Router::new().route("/fhir/metadata", get(metadata))
 }
 
 /// The operations of the terminology service, as (resource type, operation name).

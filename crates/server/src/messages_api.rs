@@ -163,10 +163,7 @@ async fn raw(State(state): State<Shared>, Path(id): Path<String>) -> Result<Resp
     Ok(([("content-type", "x-application/hl7-v2+er7")], stored.raw).into_response())
 }
 
-async fn replay(
-    State(state): State<Shared>,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+async fn replay(State(state): State<Shared>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let engine = engine(&state)?;
     let id = message_id(&id)?;
     let routes = engine.replay(id).await.map_err(engine_error)?;

@@ -18,11 +18,11 @@ use terminology::{Kind, Operation, Params, Terminology};
 
 pub(crate) fn routes() -> Router<Shared> {
     Router::new()
-        .route("/$versions", get(versions).post(versions))
-        .route("/{type}", get(search))
-        .route("/{type}/{id}", get(type_level).post(type_level))
+        .route("/fhir/$versions", get(versions).post(versions))
+        .route("/fhir/{type}", get(search))
+        .route("/fhir/{type}/{id}", get(type_level).post(type_level))
         .route(
-            "/{type}/{id}/{op}",
+            "/fhir/{type}/{id}/{op}",
             get(instance_level).post(instance_level),
         )
 }

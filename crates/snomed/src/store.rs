@@ -883,7 +883,11 @@ impl Store {
     }
 
     /// [`Store::preferred_synonym`] found by walking the concept's descriptions.
-    fn find_preferred_synonym(&self, idx: ConceptIdx, refsets: &[SctId]) -> Option<Description<'_>> {
+    fn find_preferred_synonym(
+        &self,
+        idx: ConceptIdx,
+        refsets: &[SctId],
+    ) -> Option<Description<'_>> {
         self.preferred_of_kind(idx, DescriptionKind::Synonym, refsets)
             .or_else(|| {
                 self.preferred_of_kind(idx, DescriptionKind::Synonym, &self.default_refsets)

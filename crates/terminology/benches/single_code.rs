@@ -36,10 +36,7 @@ fn benches(c: &mut Criterion) {
         .map(ConceptIdx)
         .filter(|&c| store.is_active(c))
         .collect();
-    let codes: Vec<String> = sample
-        .iter()
-        .map(|&c| store.id_of(c).to_string())
-        .collect();
+    let codes: Vec<String> = sample.iter().map(|&c| store.id_of(c).to_string()).collect();
     let pairs: Vec<(String, String)> = sample
         .iter()
         .filter_map(|&c| {
@@ -59,7 +56,10 @@ fn benches(c: &mut Criterion) {
         c.bench_function(name, |b| {
             b.iter(|| {
                 i = (i + 1) % queries.len();
-                black_box(tx.run_fast(op, black_box(&queries[i]), None).map(|a| a.len()))
+                black_box(
+                    tx.run_fast(op, black_box(&queries[i]), None)
+                        .map(|a| a.len()),
+                )
             })
         });
     };

@@ -151,12 +151,14 @@ impl SnomedProvider {
         let module = concept.module.get();
         let mut properties: Vec<Property> = attributes
             .into_iter()
-            .map(|(type_id, value, type_idx, value_idx)| Property::Attribute {
-                type_id,
-                type_idx,
-                value,
-                value_idx,
-            })
+            .map(
+                |(type_id, value, type_idx, value_idx)| Property::Attribute {
+                    type_id,
+                    type_idx,
+                    value,
+                    value_idx,
+                },
+            )
             .chain(store.parents(focus).iter().map(|&p| related("parent", p)))
             .chain(store.children(focus).iter().map(|&c| related("child", c)))
             .chain([

@@ -224,9 +224,7 @@ impl SnomedProvider {
     }
 
     fn term(&self, idx: ConceptIdx, refsets: &[SctId]) -> Option<String> {
-        self.store
-            .preferred_term(idx, refsets)
-            .map(str::to_string)
+        self.store.preferred_term(idx, refsets).map(str::to_string)
     }
 
     fn term_of_id(&self, id: u64, refsets: &[SctId]) -> Option<String> {
