@@ -296,6 +296,10 @@ impl LoincStore {
             }
             *s = (off, len);
         }
+        // Once here, so that reading a string is a bounds check, not a UTF-8 scan (see `str`).
+        let (so, sl) = sections[Sec::StrBytes as usize];
+        std::str::from_utf8(&mmap[so..so + sl])
+            .map_err(|e| format(format!("the LOINC store's strings are not UTF-8: {e}")))?;
         let (mo, ml) = sections[Sec::Meta as usize];
         let meta: Value = serde_json::from_slice(&mmap[mo..mo + ml])
             .map_err(|e| format(format!("LOINC store metadata: {e}")))?;
@@ -383,8 +387,10 @@ impl LoincStore {
         } else {
             len
         };
-        let bytes = self.mmap.get(off + start..off + end.min(len))?;
-        std::str::from_utf8(bytes).ok()
+        // SAFETY: `open` checked that the whole section is UTF-8, and the mapping never changes (see
+        // `open`); `str::get` keeps the slice on character boundaries, so it is UTF-8 too.
+        let strings = unsafe { std::str::from_utf8_unchecked(&self.mmap[off..off + len]) };
+        strings.get(start..end.min(len))
     }
 
     /// The code of concept `i`.
