@@ -826,6 +826,20 @@ impl CodeSystemProvider for SnomedProvider {
         CodeSystem::from_provider(self.shell.clone(), self.me(), concepts)
     }
 
+    fn plain_display(&self, code: &str) -> Option<Option<String>> {
+        // A plain id of an active concept, spelled as the store writes it (no leading zeros): nothing to say
+        // but its display, which is what compiling it would give (the default language refsets).
+        if !is_plain_id(code) {
+            return None;
+        }
+        let idx = self.idx(code)?;
+        let concept = self.store.concept(idx);
+        if !concept.active || concept.id.get().to_string() != code {
+            return None;
+        }
+        Some(self.term(idx, &self.refsets_for(None)))
+    }
+
     fn code_notes(&self, code: &str) -> Vec<Issue> {
         if is_plain_id(code) {
             return Vec::new();
