@@ -109,7 +109,7 @@ impl PropertyValue {
 }
 
 /// One concept.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Concept {
     /// The code.
     pub code: String,
@@ -130,6 +130,15 @@ pub struct Concept {
 }
 
 impl Concept {
+    /// A concept with a code and display and nothing else (what grammar-based code systems compile).
+    pub fn new(code: &str, display: Option<String>) -> Concept {
+        Concept {
+            code: code.to_string(),
+            display,
+            ..Concept::default()
+        }
+    }
+
     /// The first value of property `code`.
     pub fn property(&self, code: &str) -> Option<&PropertyValue> {
         self.properties.iter().find(|p| p.code == code)

@@ -216,14 +216,8 @@ impl Bcp47Provider {
             .map(|n| Designation::new(Some("en".to_string()), None, n))
             .collect();
         Concept {
-            code: tag.to_string(),
-            display,
-            definition: None,
             designations,
-            properties: Vec::new(),
-            parents: Vec::new(),
-            children: Vec::new(),
-            extensions: Vec::new(),
+            ..Concept::new(tag, display)
         }
     }
 }

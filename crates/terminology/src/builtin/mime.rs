@@ -137,16 +137,7 @@ impl MimeProvider {
     }
 
     fn concept(code: &str) -> Concept {
-        Concept {
-            code: code.to_string(),
-            display: Some(code.to_string()),
-            definition: None,
-            designations: Vec::new(),
-            properties: Vec::new(),
-            parents: Vec::new(),
-            children: Vec::new(),
-            extensions: Vec::new(),
-        }
+        Concept::new(code, Some(code.to_string()))
     }
 }
 

@@ -108,17 +108,8 @@ impl UcumProvider {
     }
 
     fn concept(&self, code: &str) -> Concept {
-        Concept {
-            code: code.to_string(),
-            // tx.fhir.org shows a unit by its code.
-            display: Some(code.to_string()),
-            definition: None,
-            designations: Vec::new(),
-            properties: Vec::new(),
-            parents: Vec::new(),
-            children: Vec::new(),
-            extensions: Vec::new(),
-        }
+        // tx.fhir.org shows a unit by its code.
+        Concept::new(code, Some(code.to_string()))
     }
 
     /// Whether `code` passes every filter (already checked by [`check_filters`]).
