@@ -127,10 +127,10 @@ async fn type_level(
             .ok_or_else(|| ApiError::NotFound(format!("no operation {id} on {ty}")))?;
         // The common single-code GETs are answered right here: microseconds of work, not worth a trip to the
         // blocking pool. Anything the fast path does not handle (it says so with None) takes the general path.
+        let pairs: Vec<_> = form_urlencoded::parse(query.as_bytes()).collect();
         if req.method() == Method::GET
             && let Some(tx) = &state.terminology
         {
-            let pairs: Vec<_> = form_urlencoded::parse(query.as_bytes()).collect();
             let language = req
                 .headers()
                 .get("accept-language")
@@ -139,7 +139,10 @@ async fn type_level(
                 return Ok(([("content-type", "application/fhir+json")], answer).into_response());
             }
         }
-        let query = owned_pairs(query);
+        let query: Vec<(String, String)> = pairs
+            .into_iter()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
         let method = req.method().clone();
         let headers = req.headers().clone();
         let body = match Bytes::from_request(req, &state).await {
@@ -160,13 +163,6 @@ async fn type_level(
         Some(r) => Ok(fhir_json(&r)),
         None => Err(ApiError::NotFound(format!("{ty}/{id} is not known"))),
     }
-}
-
-/// The decoded name/value pairs of a query string.
-fn owned_pairs(query: &str) -> Vec<(String, String)> {
-    form_urlencoded::parse(query.as_bytes())
-        .into_owned()
-        .collect()
 }
 
 async fn instance_level(
