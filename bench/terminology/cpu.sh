@@ -6,7 +6,7 @@
 # usage: bench/terminology/cpu.sh PID PORT POOL...
 #   PID   the server's process id; PORT its HTTP port
 #   POOL  a file of request paths (one per line, rotated like bench/terminology/run.sh does; run.sh leaves its
-#         pools in $WORK/paths/*.txt), or a single path starting with /
+#         pools in $WORK/paths/*.txt), or a single request path (anything that is not a file)
 #   DURATION (default 5s) per measured run, after a 2 s warm-up at the same shape.
 # prints: pool, req/s, p99, then µs per request: server total (user), wrk, idle (both cores)
 set -euo pipefail
@@ -22,7 +22,7 @@ ONE=$(mktemp)
 OUT=$(mktemp)
 trap 'rm -f "$ONE" "$OUT"' EXIT
 for pool in "$@"; do
-  if [[ $pool == /* ]]; then echo "$pool" >"$ONE"; file=$ONE; else file=$pool; fi
+  if [[ -f $pool ]]; then file=$pool; else echo "$pool" >"$ONE"; file=$ONE; fi
   WRK_PATHS=$file wrk -t2 -c10 -d2s -s bench/snomed/rotate.lua "http://127.0.0.1:$PORT" >/dev/null
   read -r s0 u0 < <(ticks "$PID"); i0=$(idle)
   WRK_PATHS=$file wrk -t2 -c10 -d"$DURATION" --latency -s bench/snomed/rotate.lua "http://127.0.0.1:$PORT" >"$OUT" &

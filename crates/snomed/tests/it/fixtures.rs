@@ -74,6 +74,18 @@ fn tx_ecosystem_subset_has_its_2258_concepts() {
             .unwrap();
         assert!(fsn.term.ends_with("(disorder)"), "{}", fsn.term);
     }
+    // Terms read together agree with terms read one at a time, in the default language order and in another.
+    let all: Vec<_> = (0..store.concept_count()).map(snomed::ConceptIdx).collect();
+    for refsets in [store.default_refsets(), vec![consts::GB_ENGLISH]] {
+        let together = store.preferred_terms(&all, &refsets);
+        let one_by_one: Vec<_> = all
+            .iter()
+            .map(|&c| store.preferred_term(c, &refsets))
+            .collect();
+        assert_eq!(together, one_by_one);
+        assert!(together.iter().filter(|t| t.is_some()).count() >= 2258);
+    }
+
     let root = store.index_of(consts::ROOT).unwrap();
     let finding = store.index_of(SctId::parse("404684003").unwrap()).unwrap();
     assert!(store.is_a(finding, root));

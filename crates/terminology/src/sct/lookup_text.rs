@@ -94,7 +94,6 @@ impl SnomedProvider {
         let store = &*self.store;
         let focus = self.idx(code)?;
         let concept = store.concept(focus);
-        let term = |idx: ConceptIdx| store.preferred_term(idx, &refsets);
         let mut descs: Vec<_> = store
             .descriptions(focus)
             .filter(|d| d.active && d.kind != DescriptionKind::Definition)
@@ -123,12 +122,6 @@ impl SnomedProvider {
             string(&mut out, d.term);
             out.extend_from_slice(b"}]}");
         }
-        out.extend_from_slice(br#",{"name":"display","valueString":"#);
-        string(&mut out, term(focus).unwrap_or_default());
-        out.extend_from_slice(br#"},{"name":"name","valueString":"#);
-        string(&mut out, &format!("{SCT}|{}", self.version));
-        out.push(b'}');
-
         let mut attributes: Vec<(u64, u64, Option<ConceptIdx>, Option<ConceptIdx>)> = store
             .relationships(focus)
             .filter(|r| r.is_inferred_active() && r.type_id != consts::IS_A)
@@ -175,6 +168,28 @@ impl SnomedProvider {
             let ((ca, va), (cb, vb)) = (a.sort_key(), b.sort_key());
             code_order(ca, cb).then_with(|| value_order(va, vb))
         });
+        // Every display the answer names, read together (see `Store::preferred_terms`), in the order written.
+        let mut wanted = Vec::with_capacity(2 * properties.len() + 1);
+        wanted.push(focus);
+        for p in &properties {
+            match *p {
+                Property::Attribute {
+                    type_idx,
+                    value_idx,
+                    ..
+                } => wanted.extend(type_idx.into_iter().chain(value_idx)),
+                Property::Related { value_idx, .. } => wanted.extend(value_idx),
+                Property::EffectiveTime | Property::Inactive => {}
+            }
+        }
+        let mut terms = store.preferred_terms(&wanted, &refsets).into_iter();
+        let mut term = |idx: Option<ConceptIdx>| idx.and_then(|_| terms.next().flatten());
+
+        out.extend_from_slice(br#",{"name":"display","valueString":"#);
+        string(&mut out, term(Some(focus)).unwrap_or_default());
+        out.extend_from_slice(br#"},{"name":"name","valueString":"#);
+        string(&mut out, &format!("{SCT}|{}", self.version));
+        out.push(b'}');
         for p in &properties {
             out.extend_from_slice(br#",{"name":"property","part":[{"name":"code","valueCode":""#);
             match *p {
@@ -187,12 +202,12 @@ impl SnomedProvider {
                     number(&mut out, type_id);
                     out.push(b'"');
                     out.push(b'}');
-                    if let Some(d) = type_idx.and_then(term) {
+                    if let Some(d) = term(type_idx) {
                         out.extend_from_slice(br#",{"name":"code-display","valueString":"#);
                         string(&mut out, d);
                         out.push(b'}');
                     }
-                    related_value(&mut out, value, value_idx.and_then(term));
+                    related_value(&mut out, value, term(value_idx));
                 }
                 Property::Related {
                     code,
@@ -201,7 +216,7 @@ impl SnomedProvider {
                 } => {
                     out.extend_from_slice(code.as_bytes());
                     out.extend_from_slice(b"\"}");
-                    related_value(&mut out, value, value_idx.and_then(term));
+                    related_value(&mut out, value, term(value_idx));
                 }
                 Property::EffectiveTime => {
                     out.extend_from_slice(br#"effectiveTime"},{"name":"value","valueDateTime":"#);
