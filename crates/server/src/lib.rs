@@ -23,6 +23,7 @@ mod metrics;
 mod snomed_api;
 mod state;
 mod terminology_api;
+mod threads;
 
 pub use error::{ApiError, IssueType};
 pub use metrics::Metrics;
@@ -57,17 +58,27 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves [`router`] on `addr` until `shutdown` completes, then finishes the requests in flight.
+/// Serves [`router`] on `addr` until `shutdown` completes, then finishes the requests in flight: one thread per
+/// core the process may run on (see `threads`).
 pub async fn serve(
     addr: SocketAddr,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    serve_with_threads(addr, state, threads, shutdown).await
+}
+
+/// [`serve`] with `threads` HTTP threads.
+pub async fn serve_with_threads(
+    addr: SocketAddr,
+    state: AppState,
+    threads: usize,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!(%addr, "HTTP listening");
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    tracing::info!(addr = %listener.local_addr()?, threads, "HTTP listening");
+    threads::serve(listener, router(state), threads, shutdown).await
 }
 
 async fn healthz() -> &'static str {

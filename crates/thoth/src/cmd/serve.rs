@@ -35,6 +35,9 @@ pub struct Args {
     /// Do not fetch missing open content; serve what the data directory has.
     #[arg(long, env = "THOTH_OFFLINE")]
     offline: bool,
+    /// HTTP threads, each serving its share of the connections (default: one per core the process may use).
+    #[arg(long, env = "THOTH_HTTP_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    http_threads: Option<u16>,
 }
 
 pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
@@ -79,7 +82,12 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
             let _ = rx.wait_for(|stop| *stop).await;
         };
         let mllp_task = tokio::spawn(listener.serve(std::sync::Arc::new(engine.clone()), stopped(stop_rx.clone())));
-        let http = server::serve(args.http, state, stopped(stop_rx.clone())).await;
+        let http = match args.http_threads {
+            Some(n) => {
+                server::serve_with_threads(args.http, state, n.into(), stopped(stop_rx.clone())).await
+            }
+            None => server::serve(args.http, state, stopped(stop_rx.clone())).await,
+        };
         if http.is_err() {
             mllp_task.abort();
         }
