@@ -55,6 +55,43 @@ pub(crate) enum Json<'a> {
     Coding(&'a str, &'a str, Option<&'a str>),
 }
 
+/// Appends `s` as a JSON string, escaped as `serde_json` escapes it. Displays and codes rarely hold a character
+/// that needs escaping: those are copied in one piece after one pass over their bytes.
+pub(crate) fn json_string(buf: &mut Vec<u8>, s: &str) {
+    if !needs_escape(s) {
+        buf.reserve(s.len() + 2);
+        buf.push(b'"');
+        buf.extend_from_slice(s.as_bytes());
+        buf.push(b'"');
+    } else {
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *buf, s);
+    }
+}
+
+/// Appends the concatenation of `parts` as one JSON string (without making it first).
+pub(crate) fn json_string_of(buf: &mut Vec<u8>, parts: &[&str]) {
+    if parts.iter().all(|p| !needs_escape(p)) {
+        buf.push(b'"');
+        for p in parts {
+            buf.extend_from_slice(p.as_bytes());
+        }
+        buf.push(b'"');
+    } else {
+        json_string(buf, &parts.concat());
+    }
+}
+
+/// Whether JSON needs any character of `s` escaped (a control character, a quote or a backslash).
+fn needs_escape(s: &str) -> bool {
+    s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+/// Appends `n` in decimal.
+pub(crate) fn json_number(buf: &mut Vec<u8>, n: u64) {
+    buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+}
+
 /// JSON text of a `Parameters` resource, written as `serde_json` writes the `Value` the general path builds
 /// (objects keep their insertion order).
 pub(crate) struct Out {
@@ -75,8 +112,7 @@ impl Out {
 
     /// A JSON string, escaped as `serde_json` escapes it.
     pub(crate) fn string(&mut self, s: &str) {
-        // Writing into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut self.buf, s);
+        json_string(&mut self.buf, s);
     }
 
     /// Any JSON value, as `serde_json` writes it.
@@ -536,4 +572,49 @@ fn translate(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
         out.raw("}]}");
     }
     Some(out.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every character below U+0100, alone and inside text, and some beyond: the same bytes as serde_json.
+    #[test]
+    fn json_strings_are_written_as_serde_json_writes_them() {
+        let mut samples: Vec<String> = (0u32..0x100)
+            .filter_map(char::from_u32)
+            .flat_map(|c| [c.to_string(), format!("Left {c} right"), format!("{c}{c}x")])
+            .collect();
+        samples.extend(
+            [
+                "",
+                "Ménière's disease",
+                "日本語",
+                "a\"b\\c\n\u{2028}",
+                "emoji 🩺",
+            ]
+            .map(String::from),
+        );
+        for s in &samples {
+            let mut ours = Vec::new();
+            json_string(&mut ours, s);
+            assert_eq!(ours, serde_json::to_vec(s).unwrap(), "{s:?}");
+            let mid = (0..=s.len() / 2)
+                .rev()
+                .find(|&i| s.is_char_boundary(i))
+                .unwrap();
+            let (head, tail) = s.split_at(mid);
+            let mut parts = Vec::new();
+            json_string_of(&mut parts, &[head, "|", tail]);
+            assert_eq!(
+                parts,
+                serde_json::to_vec(&format!("{head}|{tail}")).unwrap()
+            );
+        }
+        for n in [0u64, 7, 10, 404684003, u64::MAX] {
+            let mut ours = Vec::new();
+            json_number(&mut ours, n);
+            assert_eq!(ours, n.to_string().into_bytes());
+        }
+    }
 }

@@ -3,9 +3,9 @@
 //! without a `Value`, a compiled code system or a string per property.
 
 use super::{SCT, SnomedProvider};
+use crate::fast::{json_number, json_string, json_string_of};
 use snomed::{ConceptIdx, DescriptionKind, consts};
 use std::cmp::Ordering;
-use std::io::Write;
 
 /// One property of the answer, before it is written.
 enum Property {
@@ -75,17 +75,6 @@ fn value_order(a: Option<u64>, b: Option<u64>) -> Ordering {
     }
 }
 
-/// Appends `s` as a JSON string, escaped as `serde_json` escapes it.
-fn string(out: &mut Vec<u8>, s: &str) {
-    // Writing into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
-}
-
-/// Appends `n` in decimal.
-fn number(out: &mut Vec<u8>, n: u64) {
-    let _ = write!(out, "{n}");
-}
-
 impl SnomedProvider {
     /// The `$lookup` answer of the concept `code` (a plain id) in the default language, or None when the
     /// code is not a concept of this edition.
@@ -103,23 +92,23 @@ impl SnomedProvider {
         out.extend_from_slice(
             br#"{"resourceType":"Parameters","parameter":[{"name":"abstract","valueBoolean":false},{"name":"code","valueCode":"#,
         );
-        string(&mut out, code);
+        json_string(&mut out, code);
         out.push(b'}');
         for d in &descs {
             out.extend_from_slice(
                 br#",{"name":"designation","part":[{"name":"language","valueCode":"#,
             );
-            string(&mut out, d.language);
+            json_string(&mut out, d.language);
             out.extend_from_slice(
                 br#"},{"name":"use","valueCoding":{"system":"http://snomed.info/sct","code":""#,
             );
-            number(&mut out, d.type_id.get());
+            json_number(&mut out, d.type_id.get());
             out.extend_from_slice(if d.kind == DescriptionKind::Fsn {
                 br#"","display":"Fully specified name"}},{"name":"value","valueString":"#.as_slice()
             } else {
                 br#"","display":"Synonym"}},{"name":"value","valueString":"#.as_slice()
             });
-            string(&mut out, d.term);
+            json_string(&mut out, d.term);
             out.extend_from_slice(b"}]}");
         }
         let mut attributes: Vec<(u64, u64, Option<ConceptIdx>, Option<ConceptIdx>)> = store
@@ -186,9 +175,9 @@ impl SnomedProvider {
         let mut term = |idx: Option<ConceptIdx>| idx.and_then(|_| terms.next().flatten());
 
         out.extend_from_slice(br#",{"name":"display","valueString":"#);
-        string(&mut out, term(Some(focus)).unwrap_or_default());
+        json_string(&mut out, term(Some(focus)).unwrap_or_default());
         out.extend_from_slice(br#"},{"name":"name","valueString":"#);
-        string(&mut out, &format!("{SCT}|{}", self.version));
+        json_string_of(&mut out, &[SCT, "|", &self.version]);
         out.push(b'}');
         for p in &properties {
             out.extend_from_slice(br#",{"name":"property","part":[{"name":"code","valueCode":""#);
@@ -199,12 +188,12 @@ impl SnomedProvider {
                     value,
                     value_idx,
                 } => {
-                    number(&mut out, type_id);
+                    json_number(&mut out, type_id);
                     out.push(b'"');
                     out.push(b'}');
                     if let Some(d) = term(type_idx) {
                         out.extend_from_slice(br#",{"name":"code-display","valueString":"#);
-                        string(&mut out, d);
+                        json_string(&mut out, d);
                         out.push(b'}');
                     }
                     related_value(&mut out, value, term(value_idx));
@@ -220,7 +209,7 @@ impl SnomedProvider {
                 }
                 Property::EffectiveTime => {
                     out.extend_from_slice(br#"effectiveTime"},{"name":"value","valueDateTime":"#);
-                    string(&mut out, &snomed::format_date(concept.effective_time));
+                    json_string(&mut out, &snomed::format_date(concept.effective_time));
                     out.extend_from_slice(b"}]}");
                 }
                 Property::Inactive => {
@@ -235,7 +224,7 @@ impl SnomedProvider {
         out.extend_from_slice(
             br#",{"name":"system","valueUri":"http://snomed.info/sct"},{"name":"version","valueString":"#,
         );
-        string(&mut out, &self.version);
+        json_string(&mut out, &self.version);
         out.extend_from_slice(b"}]}");
         Some(out)
     }
@@ -245,11 +234,11 @@ impl SnomedProvider {
 fn related_value(out: &mut Vec<u8>, value: u64, display: Option<&str>) {
     if let Some(d) = display {
         out.extend_from_slice(br#",{"name":"description","valueString":"#);
-        string(out, d);
+        json_string(out, d);
         out.push(b'}');
     }
     out.extend_from_slice(br#",{"name":"value","valueCode":""#);
-    number(out, value);
+    json_number(out, value);
     out.extend_from_slice(br#""}]}"#);
 }
 
