@@ -84,7 +84,11 @@ pub(crate) fn json_string_of(buf: &mut Vec<u8>, parts: &[&str]) {
 
 /// Whether JSON needs any character of `s` escaped (a control character, a quote or a backslash).
 fn needs_escape(s: &str) -> bool {
-    s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\')
+    // A fold without an early exit: the compiler turns it into vector compares over 16-32 bytes at a time,
+    // where `any` would test one byte per branch. Displays are tens of bytes.
+    s.bytes().fold(false, |seen, b| {
+        seen | (b < 0x20) | (b == b'"') | (b == b'\\')
+    })
 }
 
 /// Appends `n` in decimal.
