@@ -222,3 +222,38 @@ pub struct MapTarget {
     /// Its display, if known.
     pub display: Option<String>,
 }
+
+/// What a provider keeps to make the small [`CodeSystem`]s it hands out: its resource without concepts, and
+/// the provider itself, which every such `CodeSystem` holds. The provider owns this, so it refers to itself
+/// weakly (set by `Arc::new_cyclic` in the provider's constructor).
+pub(crate) struct ProviderShell {
+    resource: Arc<Value>,
+    me: std::sync::Weak<dyn CodeSystemProvider>,
+}
+
+impl ProviderShell {
+    /// `me`: the weak reference `Arc::new_cyclic` hands the provider's constructor.
+    pub(crate) fn new<P: CodeSystemProvider + 'static>(
+        resource: Arc<Value>,
+        me: &std::sync::Weak<P>,
+    ) -> ProviderShell {
+        let me: std::sync::Weak<dyn CodeSystemProvider> = me.clone();
+        ProviderShell { resource, me }
+    }
+
+    /// The provider's code system with `concepts` (what [`CodeSystemProvider::compile`] returns).
+    pub(crate) fn with(&self, concepts: Vec<crate::codesystem::Concept>) -> CodeSystem {
+        // The provider is only ever reached through the Arc its constructor made, so the upgrade cannot fail
+        // while one of its methods runs.
+        let me = match self.me.upgrade() {
+            Some(me) => me,
+            None => unreachable!("a code system provider used after its last Arc was dropped"),
+        };
+        CodeSystem::from_provider(self.resource.clone(), me, concepts)
+    }
+
+    /// The provider's code system without concepts (what [`CodeSystemProvider::code_system`] returns).
+    pub(crate) fn empty(&self) -> Arc<CodeSystem> {
+        Arc::new(self.with(Vec::new()))
+    }
+}

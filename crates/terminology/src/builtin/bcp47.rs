@@ -11,11 +11,11 @@
 use super::data::{SubtagKind, SubtagRegistry};
 use crate::codesystem::{CodeSystem, Concept, Designation};
 use crate::error::TxError;
-use crate::provider::{CodeSystemProvider, Detail, MapTarget, Selection};
+use crate::provider::{CodeSystemProvider, Detail, MapTarget, ProviderShell, Selection};
 use crate::registry::{Registry, pick};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// The canonical URL of BCP-47 language tags.
 pub const BCP47_URL: &str = "urn:ietf:bcp:47";
@@ -26,7 +26,7 @@ const NAMED_TAGS: &[&str] = &[COMMON_LANGUAGES, "http://hl7.org/fhir/ValueSet/la
 
 /// BCP-47 for the terminology operations.
 pub struct Bcp47Provider {
-    shell: Arc<Value>,
+    shell: ProviderShell,
     /// Displays of tags, from the language value sets.
     names: HashMap<String, String>,
     /// The tags of `Languages`, sorted.
@@ -35,7 +35,6 @@ pub struct Bcp47Provider {
     common_source: Option<String>,
     /// The IANA registry's descriptions, when present.
     subtags: Option<Arc<SubtagRegistry>>,
-    me: Weak<Bcp47Provider>,
 }
 
 impl std::fmt::Debug for Bcp47Provider {
@@ -108,21 +107,12 @@ impl Bcp47Provider {
             "content": "not-present",
         }));
         Arc::new_cyclic(|me| Bcp47Provider {
-            shell,
+            shell: ProviderShell::new(shell, me),
             names,
             common,
             common_source,
             subtags,
-            me: me.clone(),
         })
-    }
-
-    fn me(&self) -> Arc<dyn CodeSystemProvider> {
-        // `self` is only reached through the Arc made in `new`.
-        match self.me.upgrade() {
-            Some(me) => me as Arc<dyn CodeSystemProvider>,
-            None => unreachable!("Bcp47Provider used after its last Arc was dropped"),
-        }
     }
 
     /// The display of `tag`: a bare language's registry description; else the value sets' name of the tag;
@@ -232,11 +222,7 @@ impl CodeSystemProvider for Bcp47Provider {
     }
 
     fn code_system(&self) -> Arc<CodeSystem> {
-        Arc::new(CodeSystem::from_provider(
-            self.shell.clone(),
-            self.me(),
-            Vec::new(),
-        ))
+        self.shell.empty()
     }
 
     fn compile(&self, codes: &[&str], _languages: Option<&str>, _detail: Detail) -> CodeSystem {
@@ -245,7 +231,7 @@ impl CodeSystemProvider for Bcp47Provider {
             .filter(|c| valid_tag(c))
             .map(|c| self.concept(c))
             .collect();
-        CodeSystem::from_provider(self.shell.clone(), self.me(), concepts)
+        self.shell.with(concepts)
     }
 
     fn select(

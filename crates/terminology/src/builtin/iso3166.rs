@@ -12,11 +12,11 @@
 
 use crate::codesystem::CodeSystem;
 use crate::error::TxError;
-use crate::provider::{CodeSystemProvider, Detail, MapTarget, Selection};
+use crate::provider::{CodeSystemProvider, Detail, MapTarget, ProviderShell, Selection};
 use crate::registry::{Registry, pick};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// The canonical URL of ISO 3166-1 country codes.
 pub const ISO3166_URL: &str = "urn:iso:std:iso:3166";
@@ -40,10 +40,9 @@ pub fn user_assigned(code: &str) -> bool {
 
 /// ISO 3166-1 for the terminology operations.
 pub struct Iso3166Provider {
-    shell: Arc<Value>,
+    shell: ProviderShell,
     /// Every concept, sorted by code.
     all: CodeSystem,
-    me: Weak<Iso3166Provider>,
 }
 
 impl std::fmt::Debug for Iso3166Provider {
@@ -96,18 +95,9 @@ impl Iso3166Provider {
             .collect();
         let all = CodeSystem::from_json(Arc::new(full));
         Arc::new_cyclic(|me| Iso3166Provider {
-            shell: Arc::new(shell),
+            shell: ProviderShell::new(Arc::new(shell), me),
             all,
-            me: me.clone(),
         })
-    }
-
-    fn me(&self) -> Arc<dyn CodeSystemProvider> {
-        // `self` is only reached through the Arc made in `new`.
-        match self.me.upgrade() {
-            Some(me) => me as Arc<dyn CodeSystemProvider>,
-            None => unreachable!("Iso3166Provider used after its last Arc was dropped"),
-        }
     }
 
     /// Every code, in expansion order.
@@ -167,11 +157,7 @@ impl CodeSystemProvider for Iso3166Provider {
     }
 
     fn code_system(&self) -> Arc<CodeSystem> {
-        Arc::new(CodeSystem::from_provider(
-            self.shell.clone(),
-            self.me(),
-            Vec::new(),
-        ))
+        self.shell.empty()
     }
 
     fn compile(&self, codes: &[&str], _languages: Option<&str>, _detail: Detail) -> CodeSystem {
@@ -180,7 +166,7 @@ impl CodeSystemProvider for Iso3166Provider {
             .filter_map(|c| self.all.find(c))
             .map(|i| self.all.concepts[i].clone())
             .collect();
-        CodeSystem::from_provider(self.shell.clone(), self.me(), concepts)
+        self.shell.with(concepts)
     }
 
     fn select(

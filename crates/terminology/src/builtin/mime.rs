@@ -7,9 +7,9 @@
 
 use crate::codesystem::{CodeSystem, Concept};
 use crate::error::{ErrorKind, Issue, Severity, TxError};
-use crate::provider::{CodeSystemProvider, Detail, MapTarget, Selection};
+use crate::provider::{CodeSystemProvider, Detail, MapTarget, ProviderShell, Selection};
 use serde_json::{Value, json};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// The canonical URL of MIME media types.
 pub const MIME_URL: &str = "urn:ietf:bcp:13";
@@ -99,8 +99,7 @@ fn quoted_len(s: &str) -> Option<usize> {
 
 /// MIME media types for the terminology operations.
 pub struct MimeProvider {
-    shell: Arc<Value>,
-    me: Weak<MimeProvider>,
+    shell: ProviderShell,
 }
 
 impl std::fmt::Debug for MimeProvider {
@@ -123,17 +122,8 @@ impl MimeProvider {
             "content": "not-present",
         }));
         Arc::new_cyclic(|me| MimeProvider {
-            shell,
-            me: me.clone(),
+            shell: ProviderShell::new(shell, me),
         })
-    }
-
-    fn me(&self) -> Arc<dyn CodeSystemProvider> {
-        // `self` is only reached through the Arc made in `new`.
-        match self.me.upgrade() {
-            Some(me) => me as Arc<dyn CodeSystemProvider>,
-            None => unreachable!("MimeProvider used after its last Arc was dropped"),
-        }
     }
 
     fn concept(code: &str) -> Concept {
@@ -151,11 +141,7 @@ impl CodeSystemProvider for MimeProvider {
     }
 
     fn code_system(&self) -> Arc<CodeSystem> {
-        Arc::new(CodeSystem::from_provider(
-            self.shell.clone(),
-            self.me(),
-            Vec::new(),
-        ))
+        self.shell.empty()
     }
 
     fn compile(&self, codes: &[&str], _languages: Option<&str>, _detail: Detail) -> CodeSystem {
@@ -164,7 +150,7 @@ impl CodeSystemProvider for MimeProvider {
             .filter(|c| valid_media_type(c))
             .map(|c| MimeProvider::concept(c))
             .collect();
-        CodeSystem::from_provider(self.shell.clone(), self.me(), concepts)
+        self.shell.with(concepts)
     }
 
     fn select(

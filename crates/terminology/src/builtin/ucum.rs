@@ -5,11 +5,11 @@
 
 use crate::codesystem::{CodeSystem, Concept};
 use crate::error::{ErrorKind, Issue, Severity, TxError};
-use crate::provider::{CodeSystemProvider, Detail, MapTarget, Selection};
+use crate::provider::{CodeSystemProvider, Detail, MapTarget, ProviderShell, Selection};
 use crate::registry::{Registry, pick};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// The canonical URL of UCUM.
 pub const UCUM_URL: &str = "http://unitsofmeasure.org";
@@ -22,13 +22,12 @@ const SYNONYM: &str = "900000000000013009";
 
 /// UCUM for the terminology operations.
 pub struct UcumProvider {
-    shell: Arc<Value>,
+    shell: ProviderShell,
     /// The valid codes of `ucum-common`, sorted, with the names it gives them.
     common: Vec<(String, Option<String>)>,
     common_index: HashMap<String, usize>,
     /// `url|version` of that value set.
     common_source: Option<String>,
-    me: Weak<UcumProvider>,
 }
 
 impl std::fmt::Debug for UcumProvider {
@@ -84,20 +83,11 @@ impl UcumProvider {
             "filter": [{"code": "canonical", "operator": ["="], "value": "a UCUM unit: the canonical (base) units of the code"}],
         }));
         Arc::new_cyclic(|me| UcumProvider {
-            shell,
+            shell: ProviderShell::new(shell, me),
             common,
             common_index,
             common_source,
-            me: me.clone(),
         })
-    }
-
-    fn me(&self) -> Arc<dyn CodeSystemProvider> {
-        // `self` is only reached through the Arc made in `new`.
-        match self.me.upgrade() {
-            Some(me) => me as Arc<dyn CodeSystemProvider>,
-            None => unreachable!("UcumProvider used after its last Arc was dropped"),
-        }
     }
 
     /// The name `ucum-common` gives `code`, if it lists it.
@@ -222,11 +212,7 @@ impl CodeSystemProvider for UcumProvider {
     }
 
     fn code_system(&self) -> Arc<CodeSystem> {
-        Arc::new(CodeSystem::from_provider(
-            self.shell.clone(),
-            self.me(),
-            Vec::new(),
-        ))
+        self.shell.empty()
     }
 
     fn compile(&self, codes: &[&str], _languages: Option<&str>, _detail: Detail) -> CodeSystem {
@@ -235,7 +221,7 @@ impl CodeSystemProvider for UcumProvider {
             .filter(|c| valid(c))
             .map(|c| self.concept(c))
             .collect();
-        CodeSystem::from_provider(self.shell.clone(), self.me(), concepts)
+        self.shell.with(concepts)
     }
 
     fn select(

@@ -10,11 +10,13 @@ mod words;
 
 use crate::codesystem::{CodeSystem, Concept, Designation, PropertyValue};
 use crate::error::{ErrorKind, Issue, Severity, TxError};
-use crate::provider::{CodeSystemProvider, Detail, MapTarget, Page, PageRequest, Selection};
+use crate::provider::{
+    CodeSystemProvider, Detail, MapTarget, Page, PageRequest, ProviderShell, Selection,
+};
 use serde_json::{Value, json};
 use snomed::ecl_eval::{EclError, Limits, RoaringBitmap};
 use snomed::{ConceptIdx, DescriptionKind, SctId, Store, consts};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 
 use expression::Expression;
 
@@ -37,8 +39,7 @@ pub struct SnomedProvider {
     /// The edition URI without the date.
     edition: String,
     label: Option<&'static str>,
-    me: Weak<SnomedProvider>,
-    shell: Arc<Value>,
+    shell: ProviderShell,
     /// Active concepts outside the IS-A hierarchy (no path to the root): in a real release only the root,
     /// in an extracted subset also module concepts whose parents were left out. ECL results leave them out,
     /// as tx.fhir.org does (its `*` is the hierarchy).
@@ -115,8 +116,7 @@ impl SnomedProvider {
             version,
             edition,
             label,
-            me: me.clone(),
-            shell,
+            shell: ProviderShell::new(shell, me),
             text_order: OnceLock::new(),
             matches: crate::cache::Lru::new(MATCH_CACHE_ENTRIES, MATCH_CACHE_BYTES),
             implicit_value_sets: crate::cache::Lru::new(1024, 4 << 20),
@@ -199,15 +199,6 @@ impl SnomedProvider {
     /// The store served.
     pub fn store(&self) -> &Store {
         &self.store
-    }
-
-    fn me(&self) -> Arc<dyn CodeSystemProvider> {
-        // `self` is only ever reached through the Arc made in `new`, so the upgrade cannot fail while a
-        // method runs.
-        match self.me.upgrade() {
-            Some(me) => me as Arc<dyn CodeSystemProvider>,
-            None => unreachable!("SnomedProvider used after its last Arc was dropped"),
-        }
     }
 
     fn idx(&self, code: &str) -> Option<ConceptIdx> {
@@ -804,11 +795,7 @@ impl CodeSystemProvider for SnomedProvider {
     }
 
     fn code_system(&self) -> Arc<CodeSystem> {
-        Arc::new(CodeSystem::from_provider(
-            self.shell.clone(),
-            self.me(),
-            Vec::new(),
-        ))
+        self.shell.empty()
     }
 
     fn compile(&self, codes: &[&str], languages: Option<&str>, detail: Detail) -> CodeSystem {
@@ -823,7 +810,7 @@ impl CodeSystemProvider for SnomedProvider {
                 concepts.push(self.expression_concept(code, &e, &refsets));
             }
         }
-        CodeSystem::from_provider(self.shell.clone(), self.me(), concepts)
+        self.shell.with(concepts)
     }
 
     fn plain_display(&self, code: &str) -> Option<Option<String>> {
