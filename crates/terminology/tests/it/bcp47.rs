@@ -2,22 +2,16 @@
 //! from the loaded language value sets when the IANA registry's data is absent, and the expansion of the
 //! conformance suite `langcodes`.
 
-use crate::{shared, tx_test_file};
+use crate::tx_test_file;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
-use terminology::{Config, Operation, Params, Registry, Terminology, load_package};
+use terminology::{Config, Operation, Params, Terminology};
 
 /// A service over both packages (HL7 Terminology's `Languages`, R4's `languages`).
 fn tx() -> &'static Terminology {
     static TX: OnceLock<Terminology> = OnceLock::new();
     TX.get_or_init(|| {
-        let mut registry = Registry::new();
-        for p in [
-            "hl7.fhir.r4.examples-4.0.1.tgz",
-            "hl7.terminology.r4-7.0.1.tgz",
-        ] {
-            load_package(&shared().join("data/fhir/packages").join(p), &mut registry).unwrap();
-        }
+        let mut registry = crate::both_packages();
         registry.add(tx_test_file("langcodes/valueset-langcodes-all.json"));
         Terminology::new(registry, Config::default())
     })

@@ -3,22 +3,16 @@
 //! `country-code`, `country-codes`, `3166-a`..`d`; FHIR R4's `iso3166-1-*` value sets) and MIME media types
 //! (FHIR R4's `mimetypes`).
 
-use crate::{builtin_data_dir, shared, tx_test_file};
+use crate::{builtin_data_dir, tx_test_file};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use terminology::{
-    Config, Operation, Params, Registry, SubtagKind, Terminology, load_builtin_data, load_package,
+    Config, Operation, Params, Registry, SubtagKind, Terminology, load_builtin_data,
 };
 
 fn registry() -> Registry {
-    let mut registry = Registry::new();
-    for p in [
-        "hl7.fhir.r4.examples-4.0.1.tgz",
-        "hl7.terminology.r4-7.0.1.tgz",
-    ] {
-        load_package(&shared().join("data/fhir/packages").join(p), &mut registry).unwrap();
-    }
+    let mut registry = crate::both_packages();
     registry.add(tx_test_file("langcodes/valueset-langcodes-all.json"));
     registry
 }

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 use std::sync::OnceLock;
-use terminology::{Config, Operation, Params, Registry, Terminology, load_package};
+use terminology::{Config, Operation, Params, Terminology};
 
 struct Services {
     cached: Terminology,
@@ -14,17 +14,7 @@ struct Services {
 fn services() -> &'static Services {
     static S: OnceLock<Services> = OnceLock::new();
     S.get_or_init(|| {
-        let mut registry = Registry::new();
-        for p in [
-            "hl7.fhir.r4.examples-4.0.1.tgz",
-            "hl7.terminology.r4-7.0.1.tgz",
-        ] {
-            load_package(
-                &crate::shared().join("data/fhir/packages").join(p),
-                &mut registry,
-            )
-            .unwrap();
-        }
+        let registry = crate::both_packages();
         let uncached = Terminology::new(
             registry.clone(),
             Config {

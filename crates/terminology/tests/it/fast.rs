@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use terminology::{
     Config, Kind, LoincProvider, Operation, Params, Registry, SnomedProvider, Terminology,
-    import_icd10cm, import_loinc_store, load_package,
+    import_icd10cm, import_loinc_store,
 };
 
 const SCT: &str = "http://snomed.info/sct";
@@ -322,13 +322,7 @@ fn the_fast_path_answers_byte_for_byte_as_the_general_path() {
 /// whole code system, over that system's codes.
 #[test]
 fn the_fast_path_answers_package_code_systems_as_the_general_path() {
-    let mut registry = Registry::new();
-    for p in [
-        "hl7.fhir.r4.examples-4.0.1.tgz",
-        "hl7.terminology.r4-7.0.1.tgz",
-    ] {
-        load_package(&shared().join("data/fhir/packages").join(p), &mut registry).unwrap();
-    }
+    let registry = crate::both_packages();
     let mut systems: Vec<(String, Vec<String>)> = Vec::new();
     for r in registry.resources(Kind::CodeSystem) {
         let Some(url) = r["url"].as_str() else {

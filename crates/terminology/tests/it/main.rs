@@ -29,6 +29,20 @@ pub fn shared() -> PathBuf {
     p
 }
 
+/// A registry of the two FHIR packages in `../shared/data/fhir/packages`: R4 (its examples package, which holds
+/// the core definitions) and HL7 Terminology 7.0.1.
+pub fn both_packages() -> terminology::Registry {
+    let mut registry = terminology::Registry::new();
+    for p in [
+        "hl7.fhir.r4.examples-4.0.1.tgz",
+        "hl7.terminology.r4-7.0.1.tgz",
+    ] {
+        let path = shared().join("data/fhir/packages").join(p);
+        terminology::load_package(&path, &mut registry).unwrap();
+    }
+    registry
+}
+
 /// A JSON file of the conformance tests (`simple/codesystem-simple.json`).
 pub fn tx_test_file(rel: &str) -> Value {
     let path = shared().join("tx-ecosystem/tests").join(rel);
