@@ -9,8 +9,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 /// Upper bounds (seconds) of the latency histogram buckets.
@@ -42,47 +42,47 @@ impl Series {
 }
 
 /// The series of one route: a handful of (method, status) pairs, scanned.
-type RouteSeries = Vec<(String, u16, Arc<Series>)>;
+type RouteSeries = Vec<(String, u16, Series)>;
+
+/// The series of `method` and `status` among a route's.
+fn find<'a>(pairs: &'a RouteSeries, method: &str, status: u16) -> Option<&'a Series> {
+    pairs
+        .iter()
+        .find(|(m, st, _)| m == method && *st == status)
+        .map(|(_, _, s)| s)
+}
 
 /// All HTTP metrics of one server.
 #[derive(Default)]
 pub struct Metrics {
-    /// By route template; looked up with the borrowed route and method, so a request allocates nothing here
-    /// once its series exists (the map is only written on first use).
+    /// By route template; looked up with the borrowed route and method and counted under the read lock, so a
+    /// request allocates nothing here once its series exists (the map is only written on first use).
     series: RwLock<BTreeMap<String, RouteSeries>>,
 }
 
 impl Metrics {
     /// Records one finished request.
     pub fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
-        let find = |pairs: &RouteSeries| {
-            pairs
-                .iter()
-                .find(|(m, st, _)| m == method && *st == status)
-                .map(|(_, _, s)| s.clone())
-        };
-        let existing = self
+        if let Some(s) = self
             .series
             .read()
             .expect("metrics lock")
             .get(route)
-            .and_then(find);
-        let series = match existing {
-            Some(s) => s,
+            .and_then(|pairs| find(pairs, method, status))
+        {
+            s.record(seconds);
+            return;
+        }
+        let mut map = self.series.write().expect("metrics lock");
+        let pairs = map.entry(route.to_string()).or_default();
+        match find(pairs, method, status) {
+            Some(s) => s.record(seconds),
             None => {
-                let mut map = self.series.write().expect("metrics lock");
-                let pairs = map.entry(route.to_string()).or_default();
-                match find(pairs) {
-                    Some(s) => s,
-                    None => {
-                        let s = Arc::new(Series::default());
-                        pairs.push((method.to_string(), status, s.clone()));
-                        s
-                    }
-                }
+                let s = Series::default();
+                s.record(seconds);
+                pairs.push((method.to_string(), status, s));
             }
-        };
-        series.record(seconds);
+        }
     }
 
     /// The Prometheus text exposition of every series.
@@ -99,7 +99,7 @@ impl Metrics {
             .flat_map(|(route, pairs)| {
                 pairs
                     .iter()
-                    .map(move |(m, st, s)| (m.as_str(), route.as_str(), *st, &**s))
+                    .map(move |(m, st, s)| (m.as_str(), route.as_str(), *st, s))
             })
             .collect();
         series.sort_by_key(|&(m, r, st, _)| (m, r, st));
