@@ -927,10 +927,16 @@ impl Store {
     /// The term of [`Store::preferred_synonym`], without reading the rest of the description.
     pub fn preferred_term(&self, idx: ConceptIdx, refsets: &[SctId]) -> Option<&str> {
         if refsets == self.default_refsets.as_slice() {
-            let t = self.default_terms.get(idx.0 as usize)?;
-            return (t.row != u32::MAX).then(|| self.heap_str(t.term_off, t.term_len));
+            return self.default_term(idx);
         }
         self.find_preferred_synonym(idx, refsets).map(|d| d.term)
+    }
+
+    /// [`Store::preferred_term`] in the default language refsets ([`Store::default_refsets`]): the display a
+    /// request without a language gets, kept per concept at open.
+    pub fn default_term(&self, idx: ConceptIdx) -> Option<&str> {
+        let t = self.default_terms.get(idx.0 as usize)?;
+        (t.row != u32::MAX).then(|| self.heap_str(t.term_off, t.term_len))
     }
 
     /// [`Store::preferred_term`] of many concepts of this store at once, in the order of `idxs`.

@@ -287,6 +287,14 @@ fn code_system(ctx: &Ctx<'_>, url: &str) -> Option<Arc<CodeSystem>> {
     if url.contains('|') {
         return None;
     }
+    // The one provider of `url` is what `find_cs` would pick, found without the lists it makes to choose
+    // among several versions.
+    let mut served = (ctx.providers.iter())
+        .zip(ctx.provider_systems)
+        .filter(|(p, _)| p.system() == url);
+    if let (Some((_, cs)), None) = (served.next(), served.next()) {
+        return Some(cs.clone());
+    }
     ctx.find_cs(url, None)
 }
 
@@ -453,6 +461,27 @@ fn validate_cs(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     Some(out.finish())
 }
 
+/// Whether value set `vs` holds `code` of `cs` (whose url is `system`), when its definition has a shape the
+/// fast path tests: one include of the coding's whole system (or a provider's filters), nothing else that
+/// shapes the answer.
+fn include_contains_vs(vs: &Value, cs: &CodeSystem, system: &str, code: &str) -> Option<bool> {
+    let compose = vs.get("compose")?.as_object()?;
+    if compose.keys().any(|k| k != "include") || !describes_only(vs) {
+        return None;
+    }
+    if status_label(vs).is_some() {
+        return None;
+    }
+    let [include] = compose["include"].as_array()?.as_slice() else {
+        return None;
+    };
+    let include_obj = include.as_object()?;
+    if include["system"] != system || include_obj.keys().any(|k| k != "system" && k != "filter") {
+        return None;
+    }
+    include_contains(cs, include, code)
+}
+
 /// Whether the one include of a value set selects `code` of `cs`, for the shapes that need no evaluation: a
 /// whole FHIR code system, or a provider's include that the provider tests directly. `None` otherwise.
 fn include_contains(cs: &CodeSystem, include: &Value, code: &str) -> Option<bool> {
@@ -494,27 +523,25 @@ fn validate_vs(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     if url.contains('|') && !url.contains("?fhir_vs") {
         return None;
     }
-    let vs = ctx.find_vs(url)?;
-    // One include of the coding's whole system (or a provider's filters), nothing else that shapes the answer.
-    let compose = vs.get("compose")?.as_object()?;
-    if compose.keys().any(|k| k != "include") || !describes_only(&vs) {
-        return None;
-    }
-    if status_label(&vs).is_some() {
-        return None;
-    }
-    let [include] = compose["include"].as_array()?.as_slice() else {
-        return None;
-    };
-    let include_obj = include.as_object()?;
-    if include["system"] != system || include_obj.keys().any(|k| k != "system" && k != "filter") {
-        return None;
-    }
     let cs = code_system(ctx, system)?;
     if status_label(&cs.resource).is_some() {
         return None;
     }
-    let inside = include_contains(&cs, include, code)?;
+    let (inside, canonical) = match url.split_once("?fhir_vs") {
+        // An implicit value set of the coding's own system that its provider tests without the definition
+        // (`isa/X`, the whole system): one include of the system, no version, nothing that describes it.
+        Some((of, _)) if of == system && cs.provider.is_some() => {
+            let p = cs.provider.as_ref()?;
+            (p.implicit_contains(url, code)?, url.to_string())
+        }
+        _ => {
+            let vs = ctx.find_vs(url)?;
+            (
+                include_contains_vs(&vs, &cs, system, code)?,
+                vs_canonical(&vs),
+            )
+        }
+    };
     let valid = check_code(ctx, &cs, code)?;
     // An inactive code outside the value set has two issues to tell: the general path's.
     if !inside && valid.inactive.is_some() {
@@ -524,8 +551,7 @@ fn validate_vs(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
     write_valid(&mut out, code, &valid, &cs);
     if !inside {
         let text = format!(
-            "The provided code '{system}#{code}' was not found in the value set '{}'",
-            vs_canonical(&vs)
+            "The provided code '{system}#{code}' was not found in the value set '{canonical}'"
         );
         write_issue(
             &mut out,

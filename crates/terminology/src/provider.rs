@@ -205,6 +205,15 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
     /// unknown concept or reference set.
     fn implicit_value_set(&self, url: &str) -> Option<Arc<Value>>;
 
+    /// Whether `code` is in the implicit value set `url`, when that value set is one include of this whole
+    /// system whose filters [`Self::contains`] tests directly (`?fhir_vs`, `?fhir_vs=isa/X`): the answer
+    /// [`Self::contains`] gives over [`Self::implicit_value_set`]'s include, without making the definition.
+    /// `None` for any other URL, an unknown concept included.
+    fn implicit_contains(&self, url: &str, code: &str) -> Option<bool> {
+        let _ = (url, code);
+        None
+    }
+
     /// An implicit concept map (`?fhir_cm=...`): the targets of `code` (with `reverse`, the sources that map
     /// to `code`); None when the URL names no map of this provider.
     fn implicit_map(&self, url: &str, code: &str, reverse: bool) -> Option<Vec<MapTarget>>;

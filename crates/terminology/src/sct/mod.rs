@@ -206,6 +206,24 @@ impl SnomedProvider {
         self.store.index_of(SctId::new_unchecked(id))
     }
 
+    /// Whether concept `idx` (None: not a concept, never inside) passes the `concept`/`code` filter `op`
+    /// `value`; `None` for an operator tested otherwise or an unknown `value` (an error the general path
+    /// reports).
+    fn concept_filter(&self, idx: Option<ConceptIdx>, op: &str, value: &str) -> Option<bool> {
+        if !matches!(op, "is-a" | "descendent-of" | "=") {
+            return None;
+        }
+        let target = self.idx(value)?;
+        let Some(c) = idx else {
+            return Some(false);
+        };
+        Some(match op {
+            "is-a" => self.store.is_a(c, target),
+            "descendent-of" => c != target && self.store.is_a(c, target),
+            _ => c == target,
+        })
+    }
+
     fn idx_of_id(&self, id: u64) -> Option<ConceptIdx> {
         self.store.index_of(SctId::new_unchecked(id))
     }
@@ -821,10 +839,10 @@ impl CodeSystemProvider for SnomedProvider {
         }
         let idx = self.idx(code)?;
         let concept = self.store.concept(idx);
-        if !concept.active || concept.id.get().to_string() != code {
+        if !concept.active || itoa::Buffer::new().format(concept.id.get()) != code {
             return None;
         }
-        Some(self.term(idx, &self.refsets_for(None)))
+        Some(self.store.default_term(idx).map(str::to_string))
     }
 
     fn code_notes(&self, code: &str) -> Vec<Issue> {
@@ -1025,20 +1043,27 @@ impl CodeSystemProvider for SnomedProvider {
         let mut inside = idx.is_some();
         for f in filters {
             let property = f["property"].as_str()?;
-            let op = f["op"].as_str()?;
             if !matches!(property, "concept" | "code") {
                 return None;
             }
-            let target = self.idx(f["value"].as_str()?)?;
-            let Some(c) = idx else { continue };
-            inside &= match op {
-                "is-a" => self.store.is_a(c, target),
-                "descendent-of" => c != target && self.store.is_a(c, target),
-                "=" => c == target,
-                _ => return None,
-            };
+            inside &= self.concept_filter(idx, f["op"].as_str()?, f["value"].as_str()?)?;
         }
         Some(inside)
+    }
+
+    fn implicit_contains(&self, url: &str, code: &str) -> Option<bool> {
+        // The shapes of `make_implicit_value_set` whose include `contains` answers: all of SNOMED CT (no
+        // filter) and `isa/X` (one `concept is-a X` filter).
+        let query = url.strip_prefix(SCT)?.strip_prefix("?fhir_vs")?;
+        if !is_plain_id(code) {
+            return None;
+        }
+        let idx = self.idx(code);
+        match query.strip_prefix("=isa/") {
+            None if query.is_empty() => Some(idx.is_some()),
+            None => None,
+            Some(target) => self.concept_filter(idx, "is-a", target),
+        }
     }
 
     fn subsumes(&self, a: &str, b: &str) -> Result<&'static str, String> {
