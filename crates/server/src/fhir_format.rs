@@ -65,6 +65,11 @@ fn requested(uri: &Uri, headers: &HeaderMap) -> (Wire, bool) {
     (wire.unwrap_or(Wire::Json), pretty)
 }
 
+/// Whether the answer to this request is JSON (nothing for the negotiation layer to convert).
+pub(crate) fn wants_json(uri: &Uri, headers: &HeaderMap) -> bool {
+    requested(uri, headers).0 == Wire::Json
+}
+
 fn is_xml_body(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)

@@ -16,6 +16,7 @@
 //! ```
 
 mod error;
+mod fast_lane;
 mod fhir_format;
 mod fhir_meta;
 mod messages_api;
@@ -26,6 +27,7 @@ mod terminology_api;
 mod threads;
 
 pub use error::{ApiError, IssueType};
+pub use fast_lane::App;
 pub use metrics::Metrics;
 use state::Shared;
 pub use state::{AppState, ServerInfo};
@@ -34,10 +36,20 @@ use axum::{Router, middleware, routing::get};
 use std::future::Future;
 use std::net::SocketAddr;
 
-/// Builds the whole HTTP application for `state`.
-pub fn router(state: AppState) -> Router {
-    // Handlers share one `Arc` of the state: extracting it clones one reference count, not one per field.
+/// Builds the whole HTTP application for `state`: the [`router`] behind the lane that answers the single-code
+/// terminology GETs before routing (see `fast_lane`). What [`serve`] serves.
+pub fn app(state: AppState) -> App {
     let state: Shared = std::sync::Arc::new(state);
+    App::new(routes(state.clone()), state)
+}
+
+/// Builds the router of the HTTP application for `state`: every route, without the lane in front of it.
+pub fn router(state: AppState) -> Router {
+    routes(std::sync::Arc::new(state))
+}
+
+fn routes(state: Shared) -> Router {
+    // Handlers share one `Arc` of the state: extracting it clones one reference count, not one per field.
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics::render))
@@ -78,7 +90,7 @@ pub async fn serve_with_threads(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(addr = %listener.local_addr()?, threads, "HTTP listening");
-    threads::serve(listener, router(state), threads, shutdown).await
+    threads::serve(listener, app(state), threads, shutdown).await
 }
 
 async fn healthz() -> &'static str {

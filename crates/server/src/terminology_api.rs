@@ -16,11 +16,14 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use terminology::{Kind, Operation, Params, Terminology};
 
+/// The route of the type-level operations, searches' siblings: `/fhir/CodeSystem/$lookup` and the like.
+pub(crate) const TYPE_LEVEL: &str = "/fhir/{type}/{id}";
+
 pub(crate) fn routes() -> Router<Shared> {
     Router::new()
         .route("/fhir/$versions", get(versions).post(versions))
         .route("/fhir/{type}", get(search))
-        .route("/fhir/{type}/{id}", get(type_level).post(type_level))
+        .route(TYPE_LEVEL, get(type_level).post(type_level))
         .route(
             "/fhir/{type}/{id}/{op}",
             get(instance_level).post(instance_level),
@@ -113,6 +116,37 @@ async fn run(
     Ok(fhir_json(&result?))
 }
 
+/// The type-level operation a path names (`/fhir/CodeSystem/$lookup`), read as the router would route it.
+pub(crate) fn type_level_operation(path: &str) -> Option<Operation> {
+    let (ty, id) = path.strip_prefix("/fhir/")?.split_once('/')?;
+    if id.contains('/') {
+        return None;
+    }
+    operation(Kind::from_name(ty)?, id)
+}
+
+/// The answer of a single-code GET (`$lookup`, `$validate-code`, ...) from the service's fast path, when it
+/// has one: microseconds of work, not worth a trip to the blocking pool. `None` (any other shape, errors
+/// included) leaves the request to the general path.
+pub(crate) fn fast_answer<B>(
+    state: &AppState,
+    op: Operation,
+    req: &axum::http::Request<B>,
+) -> Option<Response> {
+    if req.method() != Method::GET {
+        return None;
+    }
+    let tx = state.terminology.as_ref()?;
+    let query = req.uri().query().unwrap_or_default();
+    let pairs: Vec<_> = form_urlencoded::parse(query.as_bytes()).collect();
+    let language = req
+        .headers()
+        .get("accept-language")
+        .and_then(|v| v.to_str().ok());
+    let answer = tx.run_fast(op, &pairs, language)?;
+    Some(([("content-type", "application/fhir+json")], answer).into_response())
+}
+
 async fn type_level(
     State(state): State<Shared>,
     Path((ty, id)): Path<(String, String)>,
@@ -125,22 +159,12 @@ async fn type_level(
     if id.starts_with('$') {
         let op = operation(kind, &id)
             .ok_or_else(|| ApiError::NotFound(format!("no operation {id} on {ty}")))?;
-        // The common single-code GETs are answered right here: microseconds of work, not worth a trip to the
-        // blocking pool. Anything the fast path does not handle (it says so with None) takes the general path.
-        let pairs: Vec<_> = form_urlencoded::parse(query.as_bytes()).collect();
-        if req.method() == Method::GET
-            && let Some(tx) = &state.terminology
-        {
-            let language = req
-                .headers()
-                .get("accept-language")
-                .and_then(|v| v.to_str().ok());
-            if let Some(answer) = tx.run_fast(op, &pairs, language) {
-                return Ok(([("content-type", "application/fhir+json")], answer).into_response());
-            }
+        // The common single-code GETs are answered right here (`crate::fast_lane` answers them before routing
+        // when the whole app serves; this is for the router alone).
+        if let Some(answer) = fast_answer(&state, op, &req) {
+            return Ok(answer);
         }
-        let query: Vec<(String, String)> = pairs
-            .into_iter()
+        let query: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
             .map(|(k, v)| (k.into_owned(), v.into_owned()))
             .collect();
         let method = req.method().clone();

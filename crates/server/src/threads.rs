@@ -9,8 +9,11 @@
 //! instead of `SO_REUSEPORT`: the kernel's hash can put most of a handful of keep-alive connections on one thread.
 //! Work that takes long (expansions) still leaves the thread through `spawn_blocking`.
 
-use axum::Router;
+use axum::ServiceExt;
+use axum::extract::Request;
+use axum::response::Response;
 use axum::serve::Listener;
+use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -52,12 +55,16 @@ impl Listener for Inbox {
 
 /// Serves `app` on `listener` with `threads` threads until `shutdown` completes, then lets each thread finish
 /// the requests in flight.
-pub(crate) async fn serve(
+pub(crate) async fn serve<S>(
     listener: TcpListener,
-    app: Router,
+    app: S,
     threads: usize,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> io::Result<()> {
+) -> io::Result<()>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+{
     let addr = listener.local_addr()?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut inboxes = Vec::new();
@@ -74,11 +81,14 @@ pub(crate) async fn serve(
             .name(format!("http-{i}"))
             .spawn(move || {
                 let result = runtime.block_on(
-                    axum::serve(Inbox { rx, addr }, app)
-                        .with_graceful_shutdown(async move {
-                            let _ = stop.wait_for(|stop| *stop).await;
-                        })
-                        .into_future(),
+                    axum::serve(
+                        Inbox { rx, addr },
+                        ServiceExt::<Request>::into_make_service(app),
+                    )
+                    .with_graceful_shutdown(async move {
+                        let _ = stop.wait_for(|stop| *stop).await;
+                    })
+                    .into_future(),
                 );
                 let _ = done_tx.send(result);
             })?;
@@ -147,6 +157,7 @@ async fn accept_error(e: io::Error) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::Router;
     use axum::routing::get;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -8,12 +8,33 @@ use tower::ServiceExt;
 mod snomed_api;
 mod terminology;
 
-async fn get(app: axum::Router, uri: &str) -> (StatusCode, String, String) {
+/// What the tests drive: the served application ([`server::app`]) or its router alone.
+trait App:
+    tower::Service<
+        Request<Body>,
+        Response = axum::response::Response,
+        Error = std::convert::Infallible,
+        Future: Send,
+    > + Send
+{
+}
+
+impl<S> App for S where
+    S: tower::Service<
+            Request<Body>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+            Future: Send,
+        > + Send
+{
+}
+
+async fn get(app: impl App, uri: &str) -> (StatusCode, String, String) {
     send(app, Request::get(uri).body(Body::empty()).unwrap()).await
 }
 
 /// Sends `req` to `app`: the status, the content type and the body as text.
-async fn send(app: axum::Router, req: Request<Body>) -> (StatusCode, String, String) {
+async fn send(app: impl App, req: Request<Body>) -> (StatusCode, String, String) {
     let response = app.oneshot(req).await.unwrap();
     let status = response.status();
     let content_type = response
@@ -29,9 +50,9 @@ async fn send(app: axum::Router, req: Request<Body>) -> (StatusCode, String, Str
     )
 }
 
-fn app() -> (axum::Router, server::AppState) {
+fn app() -> (server::App, server::AppState) {
     let state = server::AppState::new(server::ServerInfo::default());
-    (server::router(state.clone()), state)
+    (server::app(state.clone()), state)
 }
 
 #[tokio::test]

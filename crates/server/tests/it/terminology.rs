@@ -8,7 +8,11 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tower::ServiceExt;
 
-fn app() -> axum::Router {
+fn app() -> server::App {
+    server::app(state())
+}
+
+fn state() -> server::AppState {
     let mut registry = terminology::Registry::new();
     registry.add(json!({
         "resourceType": "CodeSystem", "id": "colours", "url": "http://example.org/colours",
@@ -23,8 +27,7 @@ fn app() -> axum::Router {
                                  "filter": [{"property": "concept", "op": "is-a", "value": "red"}]}]}
     }));
     let tx = terminology::Terminology::new(registry, terminology::Config::default());
-    let state = server::AppState::new(server::ServerInfo::default()).with_terminology(Arc::new(tx));
-    server::router(state)
+    server::AppState::new(server::ServerInfo::default()).with_terminology(Arc::new(tx))
 }
 
 async fn call(req: Request<Body>) -> (StatusCode, Value) {
@@ -208,22 +211,31 @@ async fn xml_request_bodies_are_read() {
     assert_eq!(out["resourceType"], "OperationOutcome");
 }
 
-/// A single-code GET is answered by the fast path on the async worker; a POST of the same query takes the
-/// general path. Both must give the same bytes, in JSON and (through the format layer) in XML, and an unknown
-/// code must still be the general path's OperationOutcome.
+/// A single-code GET is answered by the fast path: before routing when the whole app serves it (the lane),
+/// in the route's handler when the router alone does; a POST of the same query takes the general path. All
+/// three must give the same answer, in JSON and (through the format layer) in XML, and an unknown code must
+/// still be the general path's OperationOutcome. The lane's answers are counted under the route's series.
 #[tokio::test]
 async fn single_code_gets_answer_as_the_general_path() {
-    for query in [
+    let state = state();
+    let queries = [
         "CodeSystem/$lookup?system=http://example.org/colours&code=dark-red",
         "CodeSystem/$validate-code?url=http://example.org/colours&code=blue",
         "CodeSystem/$subsumes?system=http://example.org/colours&codeA=red&codeB=dark-red",
+        "ValueSet/$validate-code?url=http%3A%2F%2Fexample.org%2Freds&system=http://example.org/colours&code=dark-red",
         "CodeSystem/$lookup?system=http://example.org/colours&code=red&_format=xml",
+        "CodeSystem/$lookup?system=http://example.org/colours&code=blue&_format=json&_pretty=true",
         "CodeSystem/$lookup?system=http://example.org/colours&code=green",
-    ] {
+    ];
+    for query in queries {
         let uri = format!("/fhir/{query}");
-        let get = crate::send(app(), Request::get(&uri).body(Body::empty()).unwrap()).await;
+        let get = || Request::get(&uri).body(Body::empty()).unwrap();
+        let lane = crate::send(server::app(state.clone()), get()).await;
+        let routed = crate::send(server::router(state.clone()), get()).await;
         let post = crate::send(app(), Request::post(&uri).body(Body::empty()).unwrap()).await;
-        assert_eq!(get, post, "{query}");
+        assert_eq!(lane, routed, "{query}");
+        assert_eq!(lane, post, "{query}");
+        let get = lane;
         if query.ends_with("green") {
             assert_eq!(get.0, StatusCode::NOT_FOUND, "{}", get.2);
             assert!(get.2.contains("OperationOutcome"), "{}", get.2);
@@ -231,4 +243,17 @@ async fn single_code_gets_answer_as_the_general_path() {
             assert_eq!(get.0, StatusCode::OK, "{}", get.2);
         }
     }
+    let (_, _, metrics) = crate::get(server::app(state), "/metrics").await;
+    let count = |status: &str| {
+        let series = format!(
+            r#"thoth_http_requests_total{{method="GET",route="/fhir/{{type}}/{{id}}",status="{status}"}} "#
+        );
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .map_or(0, |n| n.parse::<usize>().unwrap())
+    };
+    // Each GET twice (the lane and the router), the unknown code as a 404.
+    assert_eq!(count("200"), 2 * (queries.len() - 1), "{metrics}");
+    assert_eq!(count("404"), 2, "{metrics}");
 }
