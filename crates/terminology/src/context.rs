@@ -16,8 +16,12 @@ pub struct Options {
     pub active_only: Option<bool>,
     /// `abstract` of `$validate-code`: whether an abstract (not selectable) code is acceptable.
     pub abstract_allowed: Option<bool>,
-    /// `valueset-membership-only` of `$validate-code`: only whether the code is in the value set matters.
+    /// `valueset-membership-only` of `$validate-code`, or `valueSetMode=CHECK_MEMBERSHIP_ONLY`: only whether the
+    /// code is in the value set matters.
     pub membership_only: bool,
+    /// `valueSetMode=NO_MEMBERSHIP_CHECK` of `ValueSet/$validate-code`: the code is checked in its code system
+    /// alone, whatever the value set holds.
+    pub no_membership_check: bool,
     /// `filter` text.
     pub filter: Option<String>,
     /// `count`.
@@ -63,10 +67,15 @@ impl Options {
     /// Reads the options from `params`; `accept_language` is the HTTP header, used when `displayLanguage`
     /// is absent.
     pub fn from_params(params: &Params, accept_language: Option<&str>) -> Options {
+        let value_set_mode = params
+            .str("valueSetMode")
+            .and_then(|m| ValueSetMode::parse(&m));
         Options {
             active_only: params.bool("activeOnly"),
             abstract_allowed: params.bool("abstract"),
-            membership_only: params.bool("valueset-membership-only").unwrap_or(false),
+            membership_only: params.bool("valueset-membership-only").unwrap_or(false)
+                || value_set_mode == Some(ValueSetMode::MembershipOnly),
+            no_membership_check: value_set_mode == Some(ValueSetMode::NoMembershipCheck),
             filter: params.str("filter").filter(|s| !s.is_empty()),
             count: params.int("count").map(|n| n.max(0) as usize),
             offset: params.int("offset").map(|n| n.max(0) as usize),
@@ -83,6 +92,25 @@ impl Options {
             use_supplements: params.strs("useSupplement"),
             lenient_display: params.bool("lenient-display-validation").unwrap_or(false),
             designations: params.strs("designation"),
+        }
+    }
+}
+
+/// `valueSetMode` of `ValueSet/$validate-code`, which the HL7 FHIR validator sends (`ValidationOptions`); the
+/// default, `ALL_CHECKS`, is no parameter at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ValueSetMode {
+    MembershipOnly,
+    NoMembershipCheck,
+}
+
+impl ValueSetMode {
+    fn parse(text: &str) -> Option<ValueSetMode> {
+        match text {
+            // The validator spells it without the B; the right spelling is taken too.
+            "CHECK_MEMERSHIP_ONLY" | "CHECK_MEMBERSHIP_ONLY" => Some(ValueSetMode::MembershipOnly),
+            "NO_MEMBERSHIP_CHECK" => Some(ValueSetMode::NoMembershipCheck),
+            _ => None,
         }
     }
 }

@@ -75,6 +75,17 @@ impl Params {
             .filter(move |e| e["name"] == name.as_str())
     }
 
+    /// These parameters without the entries named `names`.
+    pub fn without(&self, names: &[&str]) -> Params {
+        let mut out = Params::default();
+        for e in self.entries() {
+            if !e["name"].as_str().is_some_and(|n| names.contains(&n)) {
+                out.push(e.clone());
+            }
+        }
+        out
+    }
+
     /// Whether a parameter `name` is present.
     pub fn has(&self, name: &str) -> bool {
         self.named(name).next().is_some()

@@ -10,6 +10,9 @@ use crate::registry::{Kind, Registry};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+/// The parameters of `ValueSet/$validate-code` that name the value set (the rest name the code).
+const VALUE_SET_PARAMS: &[&str] = &["url", "valueSet", "valueSetVersion", "context"];
+
 /// Limits and defaults of the service.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -157,6 +160,11 @@ impl Terminology {
                     let ctx = self.context(&params, accept_language);
                     crate::expansion::expand(&ctx, &params, Some(&self.expansions))
                 }
+            }
+            // `valueSetMode=NO_MEMBERSHIP_CHECK`: the coding in its code system, the value set left aside, as
+            // tx.fhir.org answers the validator's request.
+            Operation::ValidateVs if ctx.opts.no_membership_check => {
+                crate::validate::validate_cs(&ctx, &params.without(VALUE_SET_PARAMS))
             }
             Operation::ValidateVs => match validation_language(&ctx, params, accept_language) {
                 // The value set's language chooses the valid displays when the request names none.

@@ -465,6 +465,66 @@ fn membership_only_reports_membership_alone() {
     assert!(param(&out, "display").is_none());
 }
 
+/// `valueSetMode`, as the HL7 FHIR validator sends it: `NO_MEMBERSHIP_CHECK` checks the code in its code system
+/// alone (the answer `CodeSystem/$validate-code` gives), `CHECK_MEMERSHIP_ONLY` (the validator's spelling) is
+/// `valueset-membership-only`.
+#[test]
+fn value_set_mode_leaves_out_membership_or_all_but_membership() {
+    let setup = [
+        "simple/codesystem-simple.json",
+        "simple/valueset-enumerated.json",
+    ];
+    let system = "http://hl7.org/fhir/test/CodeSystem/simple";
+    let validate_vs = |code: &str, display: &str, mode: Option<&str>| {
+        let mut p = vec![
+            json!({"name": "url", "valueUri": "http://hl7.org/fhir/test/ValueSet/simple-enumerated"}),
+            json!({"name": "coding", "valueCoding": {"system": system, "code": code, "display": display}}),
+        ];
+        if let Some(m) = mode {
+            p.push(json!({"name": "valueSetMode", "valueString": m}));
+        }
+        run(&setup, Operation::ValidateVs, json!({ "parameter": p })).unwrap()
+    };
+    let validate_cs = |code: &str, display: &str| {
+        run(
+            &setup,
+            Operation::ValidateCs,
+            json!({"parameter": [
+                {"name": "coding", "valueCoding": {"system": system, "code": code, "display": display}}
+            ]}),
+        )
+        .unwrap()
+    };
+    let result = |v: &Value| param(v, "result").unwrap()["valueBoolean"].clone();
+
+    // code2aI is in the code system, not in the value set.
+    assert_eq!(result(&validate_vs("code2aI", "Display 2aI", None)), false);
+    let out = validate_vs("code2aI", "Display 2aI", Some("NO_MEMBERSHIP_CHECK"));
+    assert_eq!(result(&out), true, "{out}");
+    assert_eq!(out, validate_cs("code2aI", "Display 2aI"));
+    // Unknown codes and wrong displays are still found.
+    for (code, display) in [("code9", "Display 9"), ("code1", "Display 2")] {
+        let out = validate_vs(code, display, Some("NO_MEMBERSHIP_CHECK"));
+        assert_eq!(result(&out), false, "{out}");
+        assert_eq!(out, validate_cs(code, display));
+    }
+
+    // Membership only: a wrong display of a member is not reported; a code outside still fails.
+    let plain = validate_vs("code1", "Display 2", None);
+    assert_eq!(result(&plain), false, "{plain}");
+    for mode in ["CHECK_MEMERSHIP_ONLY", "CHECK_MEMBERSHIP_ONLY"] {
+        let out = validate_vs("code1", "Display 2", Some(mode));
+        assert_eq!(result(&out), true, "{mode}: {out}");
+        assert!(param(&out, "issues").is_none(), "{mode}: {out}");
+        assert_eq!(
+            result(&validate_vs("code2aI", "Display 2aI", Some(mode))),
+            false
+        );
+    }
+    // Any other mode is the default (all checks).
+    assert_eq!(validate_vs("code1", "Display 2", Some("ALL_CHECKS")), plain);
+}
+
 #[test]
 fn a_batch_item_overrides_the_batch_parameters() {
     let out = run(
