@@ -623,11 +623,7 @@ impl SnomedProvider {
         if req.active_only && req.text.is_none() {
             set &= &self.active;
         }
-        Ok(paging::Matched {
-            set,
-            selected,
-            unclosed,
-        })
+        Ok(paging::Matched::new(set, selected, unclosed))
     }
 }
 
@@ -924,13 +920,12 @@ impl CodeSystemProvider for SnomedProvider {
                     Ok(m) => Arc::new(m),
                     Err(e) => return Some(Err(e)),
                 };
-                self.matches.put(key, m.clone(), m.set.serialized_size());
+                self.matches.put(key, m.clone(), m.cache_size());
                 m
             }
         };
-        let codes = self
-            .text_order()
-            .page(&matched.set, req.offset, req.count)
+        let codes = matched
+            .page(self.text_order(), req.offset, req.count)
             .into_iter()
             .map(|i| self.store.id_of(i).get().to_string())
             .collect();
