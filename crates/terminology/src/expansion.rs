@@ -410,7 +410,18 @@ fn provider_page(
         Some(page) => page?,
     };
     let codes: Vec<&str> = page.codes.iter().map(String::as_str).collect();
-    let compiled = ctx.compile(&cs, &codes, crate::provider::Detail::Expansion);
+    // The provider has filtered the page already: the concepts' designations are read only to be shown, or to
+    // choose displays in a language, or for the properties asked for.
+    let detail = if opts.include_designations
+        || opts.display_language.is_some()
+        || !opts.designations.is_empty()
+        || !opts.properties.is_empty()
+    {
+        crate::provider::Detail::Expansion
+    } else {
+        crate::provider::Detail::Display
+    };
+    let compiled = ctx.compile(&cs, &codes, detail);
     let entries = page
         .codes
         .iter()
