@@ -15,6 +15,7 @@ use crate::provider::{CodeSystemProvider, Detail};
 use crate::service::{Operation, Terminology};
 use crate::validate::status_label;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// The query parameters of a request, each name at most once (a repeated name goes to the general path).
@@ -532,13 +533,13 @@ fn validate_vs(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
         // (`isa/X`, the whole system): one include of the system, no version, nothing that describes it.
         Some((of, _)) if of == system && cs.provider.is_some() => {
             let p = cs.provider.as_ref()?;
-            (p.implicit_contains(url, code)?, url.to_string())
+            (p.implicit_contains(url, code)?, Cow::Borrowed(url))
         }
         _ => {
             let vs = ctx.find_vs(url)?;
             (
                 include_contains_vs(&vs, &cs, system, code)?,
-                vs_canonical(&vs),
+                Cow::Owned(vs_canonical(&vs)),
             )
         }
     };
