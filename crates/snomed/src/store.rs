@@ -952,6 +952,11 @@ impl Store {
                 .map(|&i| self.preferred_term(i, refsets))
                 .collect();
         }
+        self.default_terms_of(idxs)
+    }
+
+    /// [`Store::preferred_terms`] in the default language refsets ([`Store::default_term`] of each).
+    pub fn default_terms_of(&self, idxs: &[ConceptIdx]) -> Vec<Option<&str>> {
         let terms: Vec<DefaultTerm> = idxs
             .iter()
             .map(|i| {

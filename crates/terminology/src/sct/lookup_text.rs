@@ -79,7 +79,6 @@ impl SnomedProvider {
     /// The `$lookup` answer of the concept `code` (a plain id) in the default language, or None when the
     /// code is not a concept of this edition.
     pub(super) fn lookup_answer(&self, code: &str) -> Option<Vec<u8>> {
-        let refsets = self.refsets_for(None);
         let store = &*self.store;
         let focus = self.idx(code)?;
         let concept = store.concept(focus);
@@ -171,7 +170,7 @@ impl SnomedProvider {
                 Property::EffectiveTime | Property::Inactive => {}
             }
         }
-        let mut terms = store.preferred_terms(&wanted, &refsets).into_iter();
+        let mut terms = store.default_terms_of(&wanted).into_iter();
         let mut term = |idx: Option<ConceptIdx>| idx.and_then(|_| terms.next().flatten());
 
         out.extend_from_slice(br#",{"name":"display","valueString":"#);
