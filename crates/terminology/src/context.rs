@@ -188,6 +188,16 @@ impl<'a> Ctx<'a> {
         if let Some(cs) = version.and_then(|v| self.provider_system(url, Some(v))) {
             return Some(cs.clone());
         }
+        // Without a version, the one provider serving `url` is what `pick` would choose from the lists below
+        // (a provider replaces any other resource of its system); found without making them.
+        if version.is_none() {
+            let mut served = (self.providers.iter())
+                .zip(self.provider_systems)
+                .filter(|(p, _)| p.system() == url);
+            if let (Some((_, cs)), None) = (served.next(), served.next()) {
+                return Some(cs.clone());
+            }
+        }
         let all = self.cs_versions(url);
         let all: Vec<_> = all
             .into_iter()

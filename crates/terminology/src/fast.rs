@@ -288,14 +288,6 @@ fn code_system(ctx: &Ctx<'_>, url: &str) -> Option<Arc<CodeSystem>> {
     if url.contains('|') {
         return None;
     }
-    // The one provider of `url` is what `find_cs` would pick, found without the lists it makes to choose
-    // among several versions.
-    let mut served = (ctx.providers.iter())
-        .zip(ctx.provider_systems)
-        .filter(|(p, _)| p.system() == url);
-    if let (Some((_, cs)), None) = (served.next(), served.next()) {
-        return Some(cs.clone());
-    }
     ctx.find_cs(url, None)
 }
 
