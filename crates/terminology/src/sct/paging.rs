@@ -46,20 +46,16 @@ impl TextOrder {
     /// The concepts of `set` at positions `offset..offset + count` in expansion order.
     pub(super) fn page(&self, set: &RoaringBitmap, offset: usize, count: usize) -> Vec<ConceptIdx> {
         let len = set.len() as usize;
-        let need = offset.saturating_add(count).min(len);
-        if need <= offset {
+        let Some(need) = page_end(len, offset, count) else {
             return Vec::new();
-        }
+        };
         // Walking the whole order and testing membership costs about need * n / len probes; ranking the
         // set and selecting the first `need` costs about len. Take the cheaper.
         let n = self.order.len().max(1);
         if (need as u128) * (n as u128) < (len as u128) * (len as u128) {
             self.walk(set, offset, need)
         } else {
-            let mut ranks: Vec<u32> = set
-                .iter()
-                .filter_map(|i| self.rank.get(i as usize).copied())
-                .collect();
+            let mut ranks = self.ranks(set);
             if need < ranks.len() {
                 ranks.select_nth_unstable(need);
                 ranks.truncate(need);
@@ -71,6 +67,13 @@ impl TextOrder {
                 .map(|r| ConceptIdx(self.order[r as usize]))
                 .collect()
         }
+    }
+
+    /// The positions of the members of `set`, unordered.
+    fn ranks(&self, set: &RoaringBitmap) -> Vec<u32> {
+        set.iter()
+            .filter_map(|i| self.rank.get(i as usize).copied())
+            .collect()
     }
 
     /// The members of `set` at positions `offset..need`, found by walking the order.
@@ -111,25 +114,32 @@ impl Matched {
     /// whole set (tens of microseconds for a set of a few thousand concepts).
     pub(super) fn page(&self, order: &TextOrder, offset: usize, count: usize) -> Vec<ConceptIdx> {
         let len = self.set.len() as usize;
-        let need = offset.saturating_add(count).min(len);
-        if need <= offset {
+        let Some(need) = page_end(len, offset, count) else {
             return Vec::new();
-        }
+        };
         if self.in_order.get().is_none() && 4 * len >= order.order.len() {
             return order.walk(&self.set, offset, need);
         }
         let in_order = self.in_order.get_or_init(|| {
-            let mut ranks: Vec<u32> = (self.set.iter())
-                .filter_map(|i| order.rank.get(i as usize).copied())
-                .collect();
+            let mut ranks = order.ranks(&self.set);
             ranks.sort_unstable();
             ranks.into_iter().map(|r| order.order[r as usize]).collect()
         });
-        in_order[offset.min(in_order.len())..need.min(in_order.len())]
+        // `in_order` holds every member (all are concepts of the store), so the page is inside it.
+        in_order
+            .get(offset..need)
+            .unwrap_or_default()
             .iter()
             .map(|&i| ConceptIdx(i))
             .collect()
     }
+}
+
+/// The end of the page `offset..offset + count` of a set of `len` concepts, cut at `len`; `None` for an empty
+/// page.
+fn page_end(len: usize, offset: usize, count: usize) -> Option<usize> {
+    let need = offset.saturating_add(count).min(len);
+    (need > offset).then_some(need)
 }
 
 /// An include evaluated for an expansion: the concepts it keeps, and how many it selected.
