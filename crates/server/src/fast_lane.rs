@@ -8,10 +8,11 @@
 //! whose answer is JSON from the fast path, and hands every other request to the router untouched.
 
 use crate::state::Shared;
-use crate::terminology_api::{TYPE_LEVEL, fast_answer, type_level_operation};
+use crate::terminology_api::{TYPE_LEVEL, type_level_operation};
 use axum::Router;
 use axum::extract::Request;
-use axum::response::Response;
+use axum::http::Method;
+use axum::response::{IntoResponse, Response};
 use futures_util::future::Either;
 use std::convert::Infallible;
 use std::future::{Ready, ready};
@@ -31,14 +32,26 @@ impl App {
         App { router, state }
     }
 
-    /// The lane's answer to `req`, when it has one.
+    /// The lane's answer to `req`, when it has one: a single-code GET of a JSON answer that the service's fast
+    /// path gives. `None` (any other request, errors included) leaves it to the router and the general path.
     fn answer(&self, req: &Request) -> Option<Response> {
+        if req.method() != Method::GET {
+            return None;
+        }
         let op = type_level_operation(req.uri().path())?;
         // An XML answer is the negotiation layer's work: the route's.
         if !crate::fhir_format::wants_json(req.uri(), req.headers()) {
             return None;
         }
-        fast_answer(&self.state, op, req)
+        let tx = self.state.terminology.as_ref()?;
+        let query = req.uri().query().unwrap_or_default();
+        let pairs: Vec<_> = form_urlencoded::parse(query.as_bytes()).collect();
+        let language = req
+            .headers()
+            .get("accept-language")
+            .and_then(|v| v.to_str().ok());
+        let answer = tx.run_fast(op, &pairs, language)?;
+        Some(([("content-type", "application/fhir+json")], answer).into_response())
     }
 }
 

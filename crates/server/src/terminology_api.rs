@@ -125,28 +125,6 @@ pub(crate) fn type_level_operation(path: &str) -> Option<Operation> {
     operation(Kind::from_name(ty)?, id)
 }
 
-/// The answer of a single-code GET (`$lookup`, `$validate-code`, ...) from the service's fast path, when it
-/// has one: microseconds of work, not worth a trip to the blocking pool. `None` (any other shape, errors
-/// included) leaves the request to the general path.
-pub(crate) fn fast_answer<B>(
-    state: &AppState,
-    op: Operation,
-    req: &axum::http::Request<B>,
-) -> Option<Response> {
-    if req.method() != Method::GET {
-        return None;
-    }
-    let tx = state.terminology.as_ref()?;
-    let query = req.uri().query().unwrap_or_default();
-    let pairs: Vec<_> = form_urlencoded::parse(query.as_bytes()).collect();
-    let language = req
-        .headers()
-        .get("accept-language")
-        .and_then(|v| v.to_str().ok());
-    let answer = tx.run_fast(op, &pairs, language)?;
-    Some(([("content-type", "application/fhir+json")], answer).into_response())
-}
-
 async fn type_level(
     State(state): State<Shared>,
     Path((ty, id)): Path<(String, String)>,
@@ -159,11 +137,8 @@ async fn type_level(
     if id.starts_with('$') {
         let op = operation(kind, &id)
             .ok_or_else(|| ApiError::NotFound(format!("no operation {id} on {ty}")))?;
-        // The common single-code GETs are answered right here (`crate::fast_lane` answers them before routing
-        // when the whole app serves; this is for the router alone).
-        if let Some(answer) = fast_answer(&state, op, &req) {
-            return Ok(answer);
-        }
+        // The single-code GETs the service's fast path answers never get here when the whole app serves:
+        // `crate::fast_lane` answered them before routing.
         let query: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
             .map(|(k, v)| (k.into_owned(), v.into_owned()))
             .collect();

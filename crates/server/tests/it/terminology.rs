@@ -211,9 +211,8 @@ async fn xml_request_bodies_are_read() {
     assert_eq!(out["resourceType"], "OperationOutcome");
 }
 
-/// A single-code GET is answered by the fast path: before routing when the whole app serves it (the lane),
-/// in the route's handler when the router alone does; a POST of the same query takes the general path. All
-/// three must give the same answer, in JSON and (through the format layer) in XML, and an unknown code must
+/// A single-code GET is answered by the fast path before routing when the whole app serves it (the lane); the
+/// router alone, and a POST of the same query, take the general path. All three must give the same answer, in JSON and (through the format layer) in XML, and an unknown code must
 /// still be the general path's OperationOutcome. The lane's answers are counted under the route's series.
 #[tokio::test]
 async fn single_code_gets_answer_as_the_general_path() {
