@@ -12,6 +12,11 @@
 # usage: bench/terminology/run.sh [CONCEPTS]   (default 370000; needs wrk: apt-get install wrk)
 #        SKIP_IMPORT=1 reuses the data directory of an earlier run; DURATION (default 15s), WARMUP (5s), PORT;
 #        OPS="lookup-snomed ..." times only those operations (each between two runs of the floor).
+#        PIN=1 gives each side a core of its own: the server on CPU 0 with one HTTP thread, wrk on CPU 1 with one
+#        thread (10 connections still). On a 2-core machine the default shape runs wrk's two threads and the
+#        server's two on the same two cores; when the server keeps up with wrk, every request then waits for a
+#        core in turn and the p99 is the scheduler's (the floor's own is 4-7 ms). Pinned, the latencies are the
+#        server's, and both the floor and the operations are bound by the server's one core.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -42,7 +47,11 @@ else
   for p in "$SHARED"/data/fhir/packages/*.tgz; do "$THOTH" --data "$DATA" import fhir-package "$p" >&2; done
 fi
 
-"$THOTH" --data "$DATA" serve --offline --http 127.0.0.1:$PORT --mllp 127.0.0.1:$MLLP_PORT >"$WORK/serve.log" 2>&1 &
+SERVER_ON=() WRK_ON=() WRK_THREADS=2 SERVE_ARGS=()
+if [ -n "${PIN:-}" ]; then
+  SERVER_ON=(taskset -c 0) WRK_ON=(taskset -c 1) WRK_THREADS=1 SERVE_ARGS=(--http-threads 1)
+fi
+"${SERVER_ON[@]}" "$THOTH" --data "$DATA" serve --offline --http 127.0.0.1:$PORT --mllp 127.0.0.1:$MLLP_PORT "${SERVE_ARGS[@]}" >"$WORK/serve.log" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null || true' EXIT
 for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
@@ -99,12 +108,13 @@ for op in $OPS; do
 done
 
 run() { # op duration -> "rps p50 p99" (latencies in ms)
-  WRK_PATHS="$P/$1.txt" wrk -t2 -c10 -d"$2" --latency -s bench/snomed/rotate.lua "http://127.0.0.1:$PORT" | awk '
+  WRK_PATHS="$P/$1.txt" "${WRK_ON[@]}" wrk -t$WRK_THREADS -c10 -d"$2" --latency -s bench/snomed/rotate.lua "http://127.0.0.1:$PORT" | awk '
     function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
     /^ +50%/ {p50 = ms($2)} /^ +99%/ {p99 = ms($2)} /Requests\/sec/ {rps = $2}
     /Non-2xx/ {bad = $4} END {printf "%s %.3f %.3f %s\n", rps, p50, p99, bad + 0}'
 }
 
+echo "# wrk -t$WRK_THREADS -c10${PIN:+, pinned: server on CPU 0 (one HTTP thread), wrk on CPU 1}"
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# RSS after start: $(ps -o rss= -p $PID) KiB"
 # The floor moves by 10-20% from one run to the next on a shared machine, so each operation is measured between

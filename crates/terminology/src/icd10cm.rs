@@ -69,7 +69,10 @@ pub struct Icd10cmStats {
     pub billable: usize,
 }
 
-/// Reads CDC's tabular XML (gzip-compressed when it starts with the gzip magic) into a CodeSystem resource.
+/// Reads CDC's tabular XML into a CodeSystem resource. The file is the XML itself, gzip-compressed XML (told by
+/// the gzip magic), or a zip archive holding it (told by the zip magic): CDC's own "Code Tables, Tabular and
+/// Index" zip, or the wheel of the PyPI package `simple-icd-10-cm` that `thoth serve` fetches, which carries
+/// CDC's file unchanged. In a zip, the member is the one XML file whose name contains `tabular`.
 pub fn import_icd10cm(path: &Path) -> Result<(Value, Icd10cmStats), LoadError> {
     let io = |source| LoadError::Io {
         path: path.display().to_string(),
@@ -82,6 +85,11 @@ pub fn import_icd10cm(path: &Path) -> Result<(Value, Icd10cmStats), LoadError> {
             .read_to_end(&mut out)
             .map_err(io)?;
         out
+    } else if raw.starts_with(b"PK\x03\x04") {
+        tabular_member(&raw).map_err(|message| LoadError::Format {
+            path: path.display().to_string(),
+            message,
+        })?
     } else {
         raw
     };
@@ -360,4 +368,38 @@ fn element(s: &quick_xml::events::BytesStart<'_>) -> El {
         attr_char: attr("char"),
         ..Default::default()
     }
+}
+
+/// The tabular XML inside a zip archive: the one `.xml` member whose file name contains `tabular` (CDC names
+/// it `icd10cm-tabular-<year>.xml` or `icd10cm_tabular_<year>.xml`, the PyPI wheel
+/// `icd10c-tabular-April-1-2026.xml`).
+fn tabular_member(zip_bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip_bytes))
+        .map_err(|e| format!("not a readable zip archive: {e}"))?;
+    let candidates: Vec<String> = archive
+        .file_names()
+        .filter(|name| {
+            let file = name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase();
+            file.ends_with(".xml") && file.contains("tabular")
+        })
+        .map(str::to_string)
+        .collect();
+    let [name] = candidates.as_slice() else {
+        return Err(if candidates.is_empty() {
+            "the zip archive holds no ICD-10-CM tabular XML (no *tabular*.xml member)".to_string()
+        } else {
+            format!(
+                "the zip archive holds several tabular XML files ({}): extract the one to import",
+                candidates.join(", ")
+            )
+        });
+    };
+    let mut member = archive
+        .by_name(name)
+        .map_err(|e| format!("{name}: cannot read the zip member: {e}"))?;
+    let mut out = Vec::with_capacity(usize::try_from(member.size()).unwrap_or(0));
+    member
+        .read_to_end(&mut out)
+        .map_err(|e| format!("{name}: cannot read the zip member: {e}"))?;
+    Ok(out)
 }

@@ -1,10 +1,11 @@
 //! FHIR packages from an npm-style registry: resolve `name@version`, download the tarball with a progress bar,
 //! check it against a pinned (or the registry's) sha512 `dist.integrity`, and cache it as
 //! `<data>/packages/<name>-<version>.tgz`, where `thoth serve` loads it. The data the built-in code systems
-//! read (the IANA Language Subtag Registry) is fetched the same way into `<data>/registries`.
+//! read (the IANA Language Subtag Registry) is fetched the same way into `<data>/registries`, and so is
+//! ICD-10-CM, from PyPI, pinned by SHA-256 ([`ICD10CM_WHEEL`]).
 
 use anyhow::{Context, bail};
-use sha2::{Digest, Sha512};
+use sha2::{Digest, Sha256, Sha512};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -112,11 +113,7 @@ pub fn fetch_to(
             _ => return Ok(Fetched::Cached(target)),
         }
     }
-    let client = reqwest::blocking::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(Duration::from_secs(600))
-        .user_agent(concat!("thoth/", env!("CARGO_PKG_VERSION")))
-        .build()?;
+    let client = http_client()?;
     let meta_url = format!("{}/{name}/{version}", registry.trim_end_matches('/'));
     let meta: serde_json::Value = client
         .get(&meta_url)
@@ -133,11 +130,97 @@ pub fn fetch_to(
         (None, Some(i)) if i.starts_with("sha512-") => i.to_string(),
         _ => bail!("{meta_url}: no sha512 dist.integrity to check the download against"),
     };
+    let bytes = download(&client, tarball, &format!("{name}@{version}"), progress)?;
+    let got = integrity_of(&bytes);
+    if got != expected {
+        bail!(
+            "{name}@{version} from {tarball} does not match its checksum (expected {expected}, got {got}): refused"
+        );
+    }
+    write_atomically(&target, &bytes)?;
+    Ok(Fetched::Downloaded(target))
+}
+
+/// A file pinned by its address and SHA-256, fetched once into `<data>/registries` (for content published
+/// on a registry other than npm's).
+#[derive(Debug, Clone, Copy)]
+pub struct PinnedFile {
+    /// The file name in the cache.
+    pub file_name: &'static str,
+    /// Where it is downloaded from.
+    pub url: &'static str,
+    /// SHA-256 of the file, hex.
+    pub sha256: &'static str,
+    /// What it is, for messages.
+    pub what: &'static str,
+}
+
+/// ICD-10-CM, April 2026 release: CDC publishes the tabular XML only on its own site, which is not a package
+/// registry; the PyPI package `simple-icd-10-cm` 1.5.0 carries that file unchanged
+/// (`simple_icd_10_cm/data/icd10c-tabular-April-1-2026.xml`, the same SHA-256 as CDC's), so the wheel is
+/// fetched from PyPI, pinned by the checksum PyPI publishes for it, and the XML read out of it. ICD-10-CM is
+/// in the public domain; the package's code (MIT) is not used.
+pub const ICD10CM_WHEEL: PinnedFile = PinnedFile {
+    file_name: "simple_icd_10_cm-1.5.0-py3-none-any.whl",
+    url: "https://files.pythonhosted.org/packages/64/a5/588ca7abe3afff6f7374604e36a230819a68f5a6546b0037322f41f1fd54/simple_icd_10_cm-1.5.0-py3-none-any.whl",
+    sha256: "6d461d71dc26aedc530ae65f02cfb578a154e49507c32e8241e75f701d4b7e42",
+    what: "ICD-10-CM April 2026 (CDC's tabular XML, in the PyPI package simple-icd-10-cm 1.5.0)",
+};
+
+/// Makes sure `file` is cached in `<data>/registries`, downloading it from `url` (default: `file.url`) when
+/// missing or when the cached copy does not match `sha256` (default: `file.sha256`). A download that does not
+/// match is refused and nothing is written.
+pub fn fetch_file(
+    data_dir: &Path,
+    file: &PinnedFile,
+    url: Option<&str>,
+    sha256: Option<&str>,
+    progress: bool,
+) -> anyhow::Result<Fetched> {
+    let target = data_dir.join("registries").join(file.file_name);
+    let expected = sha256.unwrap_or(file.sha256).to_ascii_lowercase();
+    if target.exists() {
+        if sha256_hex(&std::fs::read(&target)?) == expected {
+            return Ok(Fetched::Cached(target));
+        }
+        tracing::warn!(
+            "{} does not match its pinned checksum; downloading it again",
+            target.display()
+        );
+    }
+    let url = url.unwrap_or(file.url);
+    let bytes = download(&http_client()?, url, file.file_name, progress)?;
+    let got = sha256_hex(&bytes);
+    if got != expected {
+        bail!(
+            "{} from {url} does not match its checksum (expected sha256 {expected}, got {got}): refused",
+            file.file_name
+        );
+    }
+    write_atomically(&target, &bytes)?;
+    Ok(Fetched::Downloaded(target))
+}
+
+fn http_client() -> anyhow::Result<reqwest::blocking::Client> {
+    Ok(reqwest::blocking::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(600))
+        .user_agent(concat!("thoth/", env!("CARGO_PKG_VERSION")))
+        .build()?)
+}
+
+/// The body of `url`, with a progress bar named `label` when `progress` is set.
+fn download(
+    client: &reqwest::blocking::Client,
+    url: &str,
+    label: &str,
+    progress: bool,
+) -> anyhow::Result<Vec<u8>> {
     let mut response = client
-        .get(tarball)
+        .get(url)
         .send()
         .and_then(|r| r.error_for_status())
-        .with_context(|| format!("downloading {tarball}"))?;
+        .with_context(|| format!("downloading {url}"))?;
     let bar = if progress {
         let bar = indicatif::ProgressBar::new(response.content_length().unwrap_or(0));
         bar.set_style(
@@ -146,7 +229,7 @@ pub fn fetch_to(
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
-        bar.set_message(format!("{name}@{version}"));
+        bar.set_message(label.to_string());
         bar
     } else {
         indicatif::ProgressBar::hidden()
@@ -156,7 +239,7 @@ pub fn fetch_to(
     loop {
         let n = response
             .read(&mut buf)
-            .with_context(|| format!("downloading {tarball}"))?;
+            .with_context(|| format!("downloading {url}"))?;
         if n == 0 {
             break;
         }
@@ -164,20 +247,29 @@ pub fn fetch_to(
         bar.set_position(bytes.len() as u64);
     }
     bar.finish_and_clear();
-    let got = integrity_of(&bytes);
-    if got != expected {
-        bail!(
-            "{name}@{version} from {tarball} does not match its checksum (expected {expected}, got {got}): refused"
-        );
-    }
+    Ok(bytes)
+}
+
+/// Writes `bytes` to `target` through a synced temporary file and a rename, so that a cache entry is whole
+/// or absent.
+fn write_atomically(target: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = target.parent().context("cache path has no parent")?;
     std::fs::create_dir_all(dir)?;
-    let tmp = target.with_extension("tgz.partial");
+    let mut tmp = target.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
     let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(&bytes)?;
+    f.write_all(bytes)?;
     f.sync_all()?;
-    std::fs::rename(&tmp, &target)?;
-    Ok(Fetched::Downloaded(target))
+    std::fs::rename(&tmp, target)?;
+    Ok(())
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Fetches every [`BUILTIN_DATA`] package that is not cached yet. A failure is logged with what the built-in

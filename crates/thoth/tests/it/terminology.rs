@@ -33,7 +33,8 @@ fn thoth(args: &[&str]) -> (bool, String, String) {
 }
 
 /// A minimal npm-style registry: `GET /<name>/<version>` answers metadata whose `dist.tarball` points back here,
-/// `GET /-/<name>-<version>.tgz` the bytes `tarball(name)` gives (None: 404). Counts tarball downloads.
+/// `GET /-/<name>-<version>.tgz` the bytes `tarball(name)` gives (None: 404), and `GET /files/<file>` (a plain
+/// file server, as PyPI's) the bytes `tarball(file)` gives. Counts tarball and file downloads.
 struct Registry {
     url: String,
     downloads: Arc<AtomicUsize>,
@@ -61,7 +62,13 @@ impl Registry {
                     }
                 }
                 let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-                let (status, body, kind) = if let Some(file) = path.strip_prefix("/-/") {
+                let (status, body, kind) = if let Some(file) = path.strip_prefix("/files/") {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    match tarball(file) {
+                        Some(b) => ("200 OK", b, "application/octet-stream"),
+                        None => ("404 Not Found", Vec::new(), "text/plain"),
+                    }
+                } else if let Some(file) = path.strip_prefix("/-/") {
                     let name = file.rsplit_once('-').map(|(n, _)| n).unwrap_or("");
                     count.fetch_add(1, Ordering::SeqCst);
                     match tarball(name) {
@@ -97,9 +104,41 @@ impl Registry {
 fn package_file(name: &str) -> Option<Vec<u8>> {
     let file = match name {
         "hl7.terminology.r4" => "hl7.terminology.r4-7.0.1.tgz",
+        "icd10cm.whl" => return Some(icd10cm_wheel().to_vec()),
         _ => return None,
     };
     Some(std::fs::read(shared().join("data/fhir/packages").join(file)).unwrap())
+}
+
+/// A zip laid out as the PyPI wheel that carries CDC's tabular XML, made from ../shared's copy of that XML.
+fn icd10cm_wheel() -> &'static [u8] {
+    static WHEEL: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    WHEEL.get_or_init(|| {
+        let gz = std::fs::read(shared().join("data/icd10cm/icd10c-tabular-April-1-2026.xml.gz"))
+            .unwrap();
+        let mut xml = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut xml).unwrap();
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file("simple_icd_10_cm/__init__.py", options)
+            .unwrap();
+        zip.start_file(
+            "simple_icd_10_cm/data/icd10c-tabular-April-1-2026.xml",
+            options,
+        )
+        .unwrap();
+        zip.write_all(&xml).unwrap();
+        zip.finish().unwrap().into_inner()
+    })
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Serves the R4 examples package's bytes under the terminology package's name: a tampered download.
@@ -174,31 +213,42 @@ fn a_download_that_does_not_match_the_pinned_checksum_is_refused() {
     assert!(left.is_empty(), "nothing is cached: {left:?}");
 }
 
+/// `thoth serve` on `data`, fetching missing open content from `registry` and ICD-10-CM from `icd10cm_url`,
+/// its log (at info) to `log`.
+fn serve_with_sources(
+    data: &std::path::Path,
+    registry: &str,
+    icd10cm_url: &str,
+    log: std::process::Stdio,
+) -> Server {
+    let (http, mllp) = (free_port(), free_port());
+    let child = Command::new(env!("CARGO_BIN_EXE_thoth"))
+        .arg("--data")
+        .arg(data)
+        .args(["serve", "--http", &format!("127.0.0.1:{http}")])
+        .args(["--mllp", &format!("127.0.0.1:{mllp}")])
+        .args(["--package-registry", registry, "--icd10cm-url", icd10cm_url])
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    Server::adopt(child, data, http, mllp)
+}
+
 #[test]
 fn serve_fetches_open_content_and_starts_without_what_it_cannot_get() {
     // The registry has the terminology package but not the R4 one: serve fetches one, says the other is
     // missing, and answers with what it has.
     let registry = Registry::start(package_file);
     let data = tempfile::tempdir().unwrap();
-    let (http, mllp) = (free_port(), free_port());
     let log = std::fs::File::create(data.path().join("serve.log")).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_thoth"))
-        .arg("--data")
-        .arg(data.path())
-        .args([
-            "serve",
-            "--http",
-            &format!("127.0.0.1:{http}"),
-            "--mllp",
-            &format!("127.0.0.1:{mllp}"),
-        ])
-        .args(["--package-registry", &registry.url])
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let server = Server::adopt(child, data.path(), http, mllp);
+    let server = serve_with_sources(
+        data.path(),
+        &registry.url,
+        &format!("{}/files/missing.whl", registry.url),
+        log.into(),
+    );
     let answer: serde_json::Value = reqwest::blocking::get(server.url(
         "/fhir/CodeSystem/$lookup?system=http://terminology.hl7.org/CodeSystem/v3-ActCode&code=AMB",
     ))
@@ -215,6 +265,10 @@ fn serve_fetches_open_content_and_starts_without_what_it_cannot_get() {
     assert!(
         log.contains("language-subtag-registry@0.4.2 is missing and could not be fetched"),
         "the log names the missing registry data: {log}"
+    );
+    assert!(
+        log.contains("ICD-10-CM is missing and could not be fetched"),
+        "the log names ICD-10-CM as missing: {log}"
     );
     let answer: serde_json::Value = reqwest::blocking::get(
         server.url("/fhir/CodeSystem/$validate-code?url=urn:ietf:bcp:47&code=de-CH"),
@@ -317,4 +371,118 @@ fn a_missing_loinc_directory_is_an_error_not_a_crash() {
     ]);
     assert!(!ok);
     assert!(stderr.contains("not a LOINC release directory"), "{stderr}");
+}
+
+#[test]
+fn icd10cm_is_downloaded_checked_against_its_checksum_and_imported_once() {
+    let registry = Registry::start(package_file);
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path().to_str().unwrap();
+    let url = format!("{}/files/icd10cm.whl", registry.url);
+    let cached = data
+        .path()
+        .join("registries/simple_icd_10_cm-1.5.0-py3-none-any.whl");
+
+    // The served file is not the pinned one: refused, nothing cached or imported.
+    let (ok, _, stderr) = thoth(&["--data", d, "import", "icd10cm", "--icd10cm-url", &url]);
+    assert!(!ok);
+    assert!(stderr.contains("does not match its checksum"), "{stderr}");
+    assert!(!cached.exists());
+    assert!(!data.path().join("terminology/icd10cm.json").exists());
+
+    // Pinned to the served file's checksum: downloaded, cached, imported.
+    let sha = sha256_hex(icd10cm_wheel());
+    let args = [
+        "--data",
+        d,
+        "import",
+        "icd10cm",
+        "--icd10cm-url",
+        &url,
+        "--icd10cm-sha256",
+        &sha,
+    ];
+    let (ok, stdout, stderr) = thoth(&args);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("imported ICD-10-CM 2026"), "{stdout}");
+    assert_eq!(std::fs::read(&cached).unwrap(), icd10cm_wheel());
+    assert_eq!(registry.downloads.load(Ordering::SeqCst), 2);
+    // Again: the cached file is used.
+    let (ok, _, stderr) = thoth(&args);
+    assert!(ok, "{stderr}");
+    assert_eq!(registry.downloads.load(Ordering::SeqCst), 2);
+
+    // serve finds ICD-10-CM imported and does not ask for it again.
+    let icd_source = Registry::start(package_file);
+    let server = serve_with_sources(
+        data.path(),
+        &registry.url,
+        &format!("{}/files/icd10cm.whl", icd_source.url),
+        std::process::Stdio::null(),
+    );
+    let a: serde_json::Value = reqwest::blocking::get(
+        server.url("/fhir/CodeSystem/$lookup?system=http://hl7.org/fhir/sid/icd-10-cm&code=E11.9"),
+    )
+    .unwrap()
+    .json()
+    .unwrap();
+    assert!(
+        a.to_string()
+            .contains("Type 2 diabetes mellitus without complications"),
+        "{a}"
+    );
+    assert_eq!(icd_source.downloads.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn an_unpacked_package_directory_imports_as_its_tgz_does() {
+    let tgz = shared().join("data/fhir/packages/hl7.terminology.r4-7.0.1.tgz");
+    let unpacked = tempfile::tempdir().unwrap();
+    tar::Archive::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(&tgz).unwrap(),
+    ))
+    .unpack(unpacked.path())
+    .unwrap();
+    let resources = |stdout: &str| -> usize {
+        let n = stdout
+            .split("imported ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next());
+        n.and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{stdout}"))
+    };
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path().to_str().unwrap();
+    let (ok, from_tgz, stderr) =
+        thoth(&["--data", d, "import", "fhir-package", tgz.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let other = tempfile::tempdir().unwrap();
+    let o = other.path().to_str().unwrap();
+    let dir = unpacked.path().to_str().unwrap();
+    let (ok, from_dir, stderr) = thoth(&["--data", o, "import", "fhir-package", dir]);
+    assert!(ok, "{stderr}");
+    assert!(resources(&from_tgz) > 1000, "{from_tgz}");
+    assert_eq!(resources(&from_dir), resources(&from_tgz));
+    assert!(
+        other
+            .path()
+            .join("packages/hl7.terminology.r4-7.0.1/package/package.json")
+            .is_file()
+    );
+    // A directory that is not a package is refused, and nothing is left behind.
+    let empty = tempfile::tempdir().unwrap();
+    let (ok, _, stderr) = thoth(&[
+        "--data",
+        o,
+        "import",
+        "fhir-package",
+        empty.path().to_str().unwrap(),
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains("not a FHIR package directory"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(other.path().join("packages"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
 }
