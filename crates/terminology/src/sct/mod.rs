@@ -5,6 +5,7 @@
 mod expression;
 mod lookup_text;
 mod membership;
+mod normal_form;
 mod paging;
 mod words;
 
@@ -1209,6 +1210,32 @@ impl CodeSystemProvider for SnomedProvider {
                     {"name": "value", "valueBoolean": concept.definition_status == consts::DEFINED},
                 ]}),
             ));
+        }
+        // Not among the default properties either; a concept's only (an expression has no stored definition).
+        let asked = |p: &str| properties.iter().any(|w| w == p || w == "*");
+        if is_plain_id(code) && (asked("normalForm") || asked("normalFormTerse")) {
+            let form = normal_form::normal_form(store, focus);
+            for (name, text) in [
+                (
+                    "normalForm",
+                    asked("normalForm").then(|| form.render(&|id| self.term_of_id(id, &refsets))),
+                ),
+                (
+                    "normalFormTerse",
+                    asked("normalFormTerse").then(|| form.render(&|_| None)),
+                ),
+            ] {
+                if let Some(text) = text {
+                    props.push((
+                        name.into(),
+                        String::new(),
+                        json!({"name": "property", "part": [
+                            {"name": "code", "valueCode": name},
+                            {"name": "value", "valueString": text},
+                        ]}),
+                    ));
+                }
+            }
         }
         props.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
         let mut out = vec![

@@ -661,3 +661,156 @@ fn cached_pages_equal_the_first_answer() {
     assert_eq!(contains_of(&first), contains_of(&again));
     assert!(!contains_of(&first).is_empty());
 }
+
+/// A refinement as sets: the ungrouped (type, value) pairs and the role groups, whatever their order.
+type Definition = (
+    BTreeSet<(String, String)>,
+    BTreeSet<BTreeSet<(String, String)>>,
+);
+
+/// The focus concepts and the refinement of a terse normal form (`a+b:t=v,{t=v,t=v}`; values are ids, `#n` or
+/// quoted strings without commas, as the subset's are).
+fn parse_terse(text: &str) -> (BTreeSet<String>, Definition) {
+    let (focus, refinement) = text.split_once(':').unwrap_or((text, ""));
+    let pair = |a: &str| {
+        let (t, v) = a.split_once('=').unwrap_or_else(|| panic!("{text}: {a}"));
+        (t.to_string(), v.to_string())
+    };
+    let (mut ungrouped, mut groups) = (BTreeSet::new(), BTreeSet::new());
+    let mut rest = refinement;
+    while !rest.is_empty() {
+        rest = rest.trim_start_matches(',');
+        if let Some(r) = rest.strip_prefix('{') {
+            let (group, after) = r.split_once('}').unwrap();
+            groups.insert(group.split(',').map(pair).collect());
+            rest = after;
+        } else {
+            let end = rest.find(',').unwrap_or(rest.len());
+            ungrouped.insert(pair(&rest[..end]));
+            rest = &rest[end..];
+        }
+    }
+    (
+        focus.split('+').map(str::to_string).collect(),
+        (ungrouped, groups),
+    )
+}
+
+#[test]
+fn normal_forms_follow_the_release_definitions() {
+    const DEFINED: &str = "900000000000073002";
+    let defined: BTreeSet<String> = rows("Terminology/sct2_Concept_Snapshot_INT_20250909.txt")
+        .into_iter()
+        .filter(|r| r[2] == "1" && r[4] == DEFINED)
+        .map(|r| r[0].clone())
+        .collect();
+    let active: Vec<String> = rows("Terminology/sct2_Concept_Snapshot_INT_20250909.txt")
+        .into_iter()
+        .filter(|r| r[2] == "1")
+        .map(|r| r[0].clone())
+        .collect();
+    // concept -> group -> (type, value), from the inferred relationships and concrete values.
+    let mut attributes: HashMap<String, HashMap<String, BTreeSet<(String, String)>>> =
+        HashMap::new();
+    let rels = rows("Terminology/sct2_Relationship_Snapshot_INT_20250909.txt");
+    let concrete = rows("Terminology/sct2_RelationshipConcreteValues_Snapshot_INT_20250909.txt");
+    for r in rels.iter().chain(&concrete) {
+        if r[2] == "1" && r[7] != IS_A && r[8] == INFERRED {
+            attributes
+                .entry(r[4].clone())
+                .or_default()
+                .entry(r[6].clone())
+                .or_default()
+                .insert((r[7].clone(), r[5].clone()));
+        }
+    }
+    let rf2 = &fixture().rf2;
+    let ancestors = |code: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![code.to_string()];
+        while let Some(c) = todo.pop() {
+            for p in rf2.parents.get(&c).into_iter().flatten() {
+                if seen.insert(p.clone()) {
+                    todo.push(p.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut checked = 0;
+    let mut with_groups = 0;
+    for code in &active {
+        let answer = run(
+            Operation::Lookup,
+            parameters(&[
+                json!({"name": "system", "valueUri": SCT}),
+                json!({"name": "code", "valueCode": code}),
+                json!({"name": "property", "valueCode": "normalFormTerse"}),
+                json!({"name": "property", "valueCode": "normalForm"}),
+            ]),
+        )
+        .unwrap();
+        let string_property = |name: &str| -> String {
+            let p = answer["parameter"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == "property" && p["part"][0]["valueCode"] == name)
+                .unwrap_or_else(|| panic!("{code}: no {name}: {answer}"));
+            p["part"][1]["valueString"].as_str().unwrap().to_string()
+        };
+        let terse = string_property("normalFormTerse");
+        let (focus, (ungrouped, groups)) = parse_terse(&terse);
+        // The focus: the concept when primitive, else its primitive ancestors that no other one specialises.
+        let expected_focus: BTreeSet<String> = if defined.contains(code) {
+            let primitive: BTreeSet<String> = ancestors(code)
+                .into_iter()
+                .filter(|a| !defined.contains(a))
+                .collect();
+            primitive
+                .iter()
+                .filter(|p| !primitive.iter().any(|q| ancestors(q).contains(*p)))
+                .cloned()
+                .collect()
+        } else {
+            BTreeSet::from([code.clone()])
+        };
+        assert_eq!(focus, expected_focus, "{code}: {terse}");
+        let mut expected = attributes.get(code).cloned().unwrap_or_default();
+        let expected_ungrouped = expected.remove("0").unwrap_or_default();
+        let expected_groups: BTreeSet<_> = expected.into_values().collect();
+        assert_eq!(ungrouped, expected_ungrouped, "{code}: {terse}");
+        assert_eq!(groups, expected_groups, "{code}: {terse}");
+        with_groups += usize::from(!groups.is_empty());
+        // With terms: the same expression, each concept followed by its display.
+        let full = string_property("normalForm");
+        let display = param(&answer, "display").unwrap()["valueString"]
+            .as_str()
+            .unwrap();
+        if !defined.contains(code) {
+            assert!(
+                full.starts_with(&format!("{code}|{display}|")),
+                "{code}: {full}"
+            );
+        }
+        // And it is an expression this server accepts as a code.
+        let valid = run(
+            Operation::ValidateCs,
+            parameters(&[
+                json!({"name": "url", "valueUri": SCT}),
+                json!({"name": "code", "valueCode": terse}),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            param(&valid, "result").unwrap()["valueBoolean"],
+            true,
+            "{terse}: {valid}"
+        );
+        checked += 1;
+    }
+    assert!(
+        checked > 2000 && with_groups > 300,
+        "{checked} concepts, {with_groups} with role groups"
+    );
+}
