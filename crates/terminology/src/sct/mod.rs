@@ -1197,11 +1197,9 @@ impl CodeSystemProvider for SnomedProvider {
                 ]}),
             ));
         }
-        // Not among the default properties (tx.fhir.org does not show it unasked).
-        if properties
-            .iter()
-            .any(|p| p == "sufficientlyDefined" || p == "*")
-        {
+        // Not among the default properties (tx.fhir.org does not show them unasked).
+        let asked = |p: &str| properties.iter().any(|w| w == p || w == "*");
+        if asked("sufficientlyDefined") {
             props.push((
                 "sufficientlyDefined".into(),
                 String::new(),
@@ -1211,8 +1209,7 @@ impl CodeSystemProvider for SnomedProvider {
                 ]}),
             ));
         }
-        // Not among the default properties either; a concept's only (an expression has no stored definition).
-        let asked = |p: &str| properties.iter().any(|w| w == p || w == "*");
+        // A concept's only: an expression has no stored definition.
         if is_plain_id(code) && (asked("normalForm") || asked("normalFormTerse")) {
             let form = normal_form::normal_form(store, focus);
             for (name, text) in [

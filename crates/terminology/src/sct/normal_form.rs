@@ -36,37 +36,32 @@ pub(super) fn normal_form(store: &Store, idx: ConceptIdx) -> Expression {
     };
     focus.sort_unstable();
 
-    // (type id, sort key of the value, value) per role group; group 0 is ungrouped.
-    let mut groups: BTreeMap<u32, Vec<(u64, String, AttrValue)>> = BTreeMap::new();
+    // (type id, value as RF2 writes it: a concept id, `#` and a number, or a quoted string) per role group;
+    // group 0 is ungrouped. Sorting these text pairs is what makes the printed form canonical.
+    let mut groups: BTreeMap<u32, Vec<(u64, String)>> = BTreeMap::new();
     for r in store
         .relationships(idx)
         .filter(|r| r.is_inferred_active() && r.type_id != consts::IS_A)
     {
-        let value = r.destination_id.get();
-        groups.entry(r.group).or_default().push((
-            r.type_id.get(),
-            value.to_string(),
-            AttrValue::Concept(value),
-        ));
+        groups
+            .entry(r.group)
+            .or_default()
+            .push((r.type_id.get(), r.destination_id.get().to_string()));
     }
     for v in store
         .concrete_values(idx)
         .filter(|v| v.active && v.characteristic != consts::STATED_RELATIONSHIP)
     {
-        let value = match v.raw.strip_prefix('#') {
-            Some(number) => AttrValue::Number(number.to_string()),
-            None => AttrValue::Text(v.raw.trim_matches('"').to_string()),
-        };
         groups
             .entry(v.group)
             .or_default()
-            .push((v.type_id.get(), v.raw.to_string(), value));
+            .push((v.type_id.get(), v.raw.to_string()));
     }
     let mut ungrouped = None;
-    let mut grouped: Vec<Vec<(u64, String, AttrValue)>> = Vec::new();
+    let mut grouped = Vec::new();
     for (group, mut attributes) in groups {
-        attributes.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        attributes.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+        attributes.sort_unstable();
+        attributes.dedup();
         if group == 0 {
             ungrouped = Some(attributes);
         } else {
@@ -74,22 +69,31 @@ pub(super) fn normal_form(store: &Store, idx: ConceptIdx) -> Expression {
         }
     }
     // Group numbers carry no meaning: groups are ordered by what they hold.
-    let key = |g: &Vec<(u64, String, AttrValue)>| -> Vec<(u64, String)> {
-        g.iter().map(|(t, v, _)| (*t, v.clone())).collect()
+    grouped.sort_unstable();
+    grouped.dedup();
+    let group = |grouped: bool, attributes: Vec<(u64, String)>| Group {
+        grouped,
+        attributes: attributes
+            .into_iter()
+            .map(|(t, raw)| (t, attribute_value(&raw)))
+            .collect(),
     };
-    grouped.sort_by_key(key);
-    grouped.dedup_by(|a, b| key(a) == key(b));
-    let strip = |g: Vec<(u64, String, AttrValue)>| g.into_iter().map(|(t, _, v)| (t, v)).collect();
     let groups = ungrouped
         .into_iter()
-        .map(|g| Group {
-            grouped: false,
-            attributes: strip(g),
-        })
-        .chain(grouped.into_iter().map(|g| Group {
-            grouped: true,
-            attributes: strip(g),
-        }))
+        .map(|g| group(false, g))
+        .chain(grouped.into_iter().map(|g| group(true, g)))
         .collect();
     Expression { focus, groups }
+}
+
+/// An attribute value as RF2 writes it, as the expression writer prints it.
+fn attribute_value(raw: &str) -> AttrValue {
+    if let Some(number) = raw.strip_prefix('#') {
+        AttrValue::Number(number.to_string())
+    } else if raw.starts_with('"') {
+        AttrValue::Text(raw.trim_matches('"').to_string())
+    } else {
+        // A destination id, written from a u64 above.
+        AttrValue::Concept(raw.parse().unwrap_or_default())
+    }
 }
