@@ -292,7 +292,7 @@ pub struct Icd10cmArgs {
 }
 
 /// Where ICD-10-CM is downloaded from when no file is given (`thoth import icd10cm`, `thoth serve`).
-#[derive(clap::Args, Debug, Default)]
+#[derive(clap::Args, Debug)]
 pub struct Icd10cmSource {
     /// Download ICD-10-CM from this address instead of PyPI (a mirror of the pinned file, or with
     /// --icd10cm-sha256 another release).
