@@ -32,6 +32,20 @@ struct Rf2 {
     associations: Vec<(String, String, String)>,
 }
 
+/// Every code reached from `code` (itself excluded) by following `links`.
+fn reachable(links: &HashMap<String, Vec<String>>, code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![code.to_string()];
+    while let Some(c) = stack.pop() {
+        for next in links.get(&c).into_iter().flatten() {
+            if out.insert(next.clone()) {
+                stack.push(next.clone());
+            }
+        }
+    }
+    out
+}
+
 fn rows(rel: &str) -> Vec<Vec<String>> {
     let path = crate::shared()
         .join("tx-ecosystem/tx-source/snomed")
@@ -73,16 +87,14 @@ impl Rf2 {
 
     /// `code` and everything below it.
     fn descendants_or_self(&self, code: &str) -> BTreeSet<String> {
-        let mut out = BTreeSet::from([code.to_string()]);
-        let mut stack = vec![code.to_string()];
-        while let Some(c) = stack.pop() {
-            for ch in self.children.get(&c).into_iter().flatten() {
-                if out.insert(ch.clone()) {
-                    stack.push(ch.clone());
-                }
-            }
-        }
+        let mut out = reachable(&self.children, code);
+        out.insert(code.to_string());
         out
+    }
+
+    /// Everything above `code`.
+    fn ancestors(&self, code: &str) -> BTreeSet<String> {
+        reachable(&self.parents, code)
     }
 
     fn sorted(&self, map: &HashMap<String, Vec<String>>, code: &str) -> BTreeSet<String> {
@@ -699,15 +711,12 @@ fn parse_terse(text: &str) -> (BTreeSet<String>, Definition) {
 #[test]
 fn normal_forms_follow_the_release_definitions() {
     const DEFINED: &str = "900000000000073002";
-    let defined: BTreeSet<String> = rows("Terminology/sct2_Concept_Snapshot_INT_20250909.txt")
-        .into_iter()
-        .filter(|r| r[2] == "1" && r[4] == DEFINED)
-        .map(|r| r[0].clone())
-        .collect();
-    let active: Vec<String> = rows("Terminology/sct2_Concept_Snapshot_INT_20250909.txt")
-        .into_iter()
-        .filter(|r| r[2] == "1")
-        .map(|r| r[0].clone())
+    let concepts = rows("Terminology/sct2_Concept_Snapshot_INT_20250909.txt");
+    let active: Vec<&Vec<String>> = concepts.iter().filter(|r| r[2] == "1").collect();
+    let defined: BTreeSet<&str> = active
+        .iter()
+        .filter(|r| r[4] == DEFINED)
+        .map(|r| r[0].as_str())
         .collect();
     // concept -> group -> (type, value), from the inferred relationships and concrete values.
     let mut attributes: HashMap<String, HashMap<String, BTreeSet<(String, String)>>> =
@@ -725,21 +734,9 @@ fn normal_forms_follow_the_release_definitions() {
         }
     }
     let rf2 = &fixture().rf2;
-    let ancestors = |code: &str| -> BTreeSet<String> {
-        let mut seen = BTreeSet::new();
-        let mut todo = vec![code.to_string()];
-        while let Some(c) = todo.pop() {
-            for p in rf2.parents.get(&c).into_iter().flatten() {
-                if seen.insert(p.clone()) {
-                    todo.push(p.clone());
-                }
-            }
-        }
-        seen
-    };
     let mut checked = 0;
     let mut with_groups = 0;
-    for code in &active {
+    for code in active.iter().map(|r| &r[0]) {
         let answer = run(
             Operation::Lookup,
             parameters(&[
@@ -762,14 +759,15 @@ fn normal_forms_follow_the_release_definitions() {
         let terse = string_property("normalFormTerse");
         let (focus, (ungrouped, groups)) = parse_terse(&terse);
         // The focus: the concept when primitive, else its primitive ancestors that no other one specialises.
-        let expected_focus: BTreeSet<String> = if defined.contains(code) {
-            let primitive: BTreeSet<String> = ancestors(code)
+        let expected_focus: BTreeSet<String> = if defined.contains(code.as_str()) {
+            let primitive: BTreeSet<String> = rf2
+                .ancestors(code)
                 .into_iter()
-                .filter(|a| !defined.contains(a))
+                .filter(|a| !defined.contains(a.as_str()))
                 .collect();
             primitive
                 .iter()
-                .filter(|p| !primitive.iter().any(|q| ancestors(q).contains(*p)))
+                .filter(|p| !primitive.iter().any(|q| rf2.ancestors(q).contains(*p)))
                 .cloned()
                 .collect()
         } else {
@@ -787,7 +785,7 @@ fn normal_forms_follow_the_release_definitions() {
         let display = param(&answer, "display").unwrap()["valueString"]
             .as_str()
             .unwrap();
-        if !defined.contains(code) {
+        if !defined.contains(code.as_str()) {
             assert!(
                 full.starts_with(&format!("{code}|{display}|")),
                 "{code}: {full}"

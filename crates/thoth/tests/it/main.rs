@@ -78,6 +78,14 @@ impl Server {
         format!("http://127.0.0.1:{}{path}", self.http)
     }
 
+    /// The JSON answer to `GET path`.
+    pub fn get_json(&self, path: &str) -> serde_json::Value {
+        reqwest::blocking::get(self.url(path))
+            .unwrap()
+            .json()
+            .unwrap()
+    }
+
     /// SIGKILL: no shutdown code runs.
     pub fn kill9(&mut self) {
         self.child.kill().unwrap();

@@ -249,12 +249,9 @@ fn serve_fetches_open_content_and_starts_without_what_it_cannot_get() {
         &format!("{}/files/missing.whl", registry.url),
         log.into(),
     );
-    let answer: serde_json::Value = reqwest::blocking::get(server.url(
+    let answer = server.get_json(
         "/fhir/CodeSystem/$lookup?system=http://terminology.hl7.org/CodeSystem/v3-ActCode&code=AMB",
-    ))
-    .unwrap()
-    .json()
-    .unwrap();
+    );
     assert!(answer.to_string().contains("ambulatory"), "{answer}");
     let log = std::fs::read_to_string(data.path().join("serve.log")).unwrap();
     assert!(
@@ -270,12 +267,7 @@ fn serve_fetches_open_content_and_starts_without_what_it_cannot_get() {
         log.contains("ICD-10-CM is missing and could not be fetched"),
         "the log names ICD-10-CM as missing: {log}"
     );
-    let answer: serde_json::Value = reqwest::blocking::get(
-        server.url("/fhir/CodeSystem/$validate-code?url=urn:ietf:bcp:47&code=de-CH"),
-    )
-    .unwrap()
-    .json()
-    .unwrap();
+    let answer = server.get_json("/fhir/CodeSystem/$validate-code?url=urn:ietf:bcp:47&code=de-CH");
     assert!(
         answer.to_string().contains(r#""valueBoolean":true"#),
         "{answer}"
@@ -302,12 +294,7 @@ fn imported_loinc_and_icd10cm_are_served_after_a_restart() {
     assert!(stdout.contains("ICD-10-CM 2026"), "{stdout}");
 
     let server = Server::start(data.path(), free_port(), free_port(), None);
-    let get = |path: &str| -> serde_json::Value {
-        reqwest::blocking::get(server.url(path))
-            .unwrap()
-            .json()
-            .unwrap()
-    };
+    let get = |path: &str| server.get_json(path);
     let a = get("/fhir/CodeSystem/$validate-code?url=http://loinc.org&code=14394-1");
     assert!(
         a.to_string()
@@ -420,12 +407,8 @@ fn icd10cm_is_downloaded_checked_against_its_checksum_and_imported_once() {
         &format!("{}/files/icd10cm.whl", icd_source.url),
         std::process::Stdio::null(),
     );
-    let a: serde_json::Value = reqwest::blocking::get(
-        server.url("/fhir/CodeSystem/$lookup?system=http://hl7.org/fhir/sid/icd-10-cm&code=E11.9"),
-    )
-    .unwrap()
-    .json()
-    .unwrap();
+    let a = server
+        .get_json("/fhir/CodeSystem/$lookup?system=http://hl7.org/fhir/sid/icd-10-cm&code=E11.9");
     assert!(
         a.to_string()
             .contains("Type 2 diabetes mellitus without complications"),
