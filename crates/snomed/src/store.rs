@@ -2,7 +2,9 @@
 
 use crate::error::OpenError;
 use crate::format::*;
+use crate::huge_table::HugeTable;
 use crate::id::{ConceptIdx, SctId};
+use crate::id_index::IdIndex;
 use crate::{consts, search};
 use bytemuck::Pod;
 use memmap2::Mmap;
@@ -284,35 +286,58 @@ pub struct Store {
     manifest: Manifest,
     index: search::SearchIndex,
     historical_refsets: Vec<u64>,
-    /// Concept row by id: a hash table of row numbers beside the sorted concept table, because single-code
-    /// requests resolve ids all the time and a binary search over half a million 32-byte rows costs a cache
-    /// miss per step (one or two here). Built at open (a few milliseconds), about 2.5 MB for 500,000 concepts.
-    by_id: hashbrown::HashTable<u32>,
+    /// Concept row by id (see [`IdIndex`]), built at open (a few milliseconds; 16 bytes a slot, at least one
+    /// and a half slots a concept).
+    by_id: IdIndex,
     /// The installed language refsets in the default order (see [`Store::default_refsets`]).
     default_refsets: Vec<SctId>,
-    /// Each concept's preferred synonym in the default language refsets. Displays in the default language are
-    /// asked for every concept a lookup, validation or expansion answer names; finding one walks the concept's
-    /// descriptions and their language-refset rows each time.
-    default_terms: Vec<DefaultTerm>,
+    /// Each concept's card (see [`ConceptCard`]), by dense index.
+    cards: HugeTable<ConceptCard>,
 }
 
-/// A concept's preferred synonym in the default language refsets: its description row and, copied from that
-/// row, where its term is in the string heap, so that a display is read without touching the description table
-/// (one cache miss fewer for each concept an answer names).
-#[derive(Clone, Copy)]
-struct DefaultTerm {
-    /// The description row; `u32::MAX` when the concept has no synonym.
+/// What an answer needs to name a concept, in one cache line: its id and its preferred synonym in the default
+/// language refsets, the display a request without a language gets. Displays are asked for every concept a
+/// lookup, validation or expansion answer names, and finding one walks the concept's descriptions and their
+/// language-refset rows. Kept at open, the id, the row and (when it fits, for most terms) the text itself are
+/// read with one cache miss, where the concept table, the description table and the string heap would each cost
+/// one: a `$lookup` names a dozen or more concepts scattered over the store.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C, align(64))]
+struct ConceptCard {
+    id: u64,
+    /// The description row of the display; `u32::MAX` when the concept has no synonym.
     row: u32,
+    /// Where the display is in the string heap.
     term_off: u32,
     term_len: u32,
+    /// The display itself when it is at most this long (`term_len` bytes).
+    inline: [u8; CARD_INLINE],
 }
 
-impl DefaultTerm {
-    const NONE: DefaultTerm = DefaultTerm {
-        row: u32::MAX,
-        term_off: 0,
-        term_len: 0,
-    };
+/// The room left for a display in a 64-byte [`ConceptCard`]: enough for most preferred terms (the median
+/// SNOMED CT synonym is about 30 bytes).
+const CARD_INLINE: usize = 64 - 20;
+
+impl ConceptCard {
+    fn new(id: u64, display: Option<(DescriptionIdx, &DescRec, &str)>) -> ConceptCard {
+        let mut card = ConceptCard {
+            id,
+            row: u32::MAX,
+            term_off: 0,
+            term_len: 0,
+            inline: [0; CARD_INLINE],
+        };
+        if let Some((idx, rec, term)) = display {
+            card.row = idx.0;
+            card.term_off = rec.term_off;
+            // The term as read (`heap_str` reads a damaged row as ""), so that both readings agree.
+            card.term_len = term.len() as u32;
+            if let Some(room) = card.inline.get_mut(..term.len()) {
+                room.copy_from_slice(term.as_bytes());
+            }
+        }
+        card
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -322,14 +347,6 @@ impl std::fmt::Debug for Store {
             .field("concepts", &self.manifest.concepts)
             .finish()
     }
-}
-
-/// The hash of a concept id for [`Store::index_of`]: SCTIDs are decimal numbers with a partition and check digit
-/// at the end, so the bits are mixed both ways (a folded 128-bit multiply) before the table takes its low bits
-/// for the bucket and its high bits for the tag.
-fn hash_id(id: u64) -> u64 {
-    let p = u128::from(id).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
-    (p as u64) ^ ((p >> 64) as u64)
 }
 
 impl Store {
@@ -350,6 +367,10 @@ impl Store {
         // SAFETY: the store is immutable once written (imports write a new directory and never modify an
         // existing one), so the mapped bytes do not change under us.
         let mmap = unsafe { Mmap::map(&file) }.map_err(io)?;
+        // Huge pages for the mapping when the kernel reads the file in (see `huge_table`): most requests read a
+        // few rows scattered over hundreds of megabytes. Only advice; refused, the store works the same.
+        #[cfg(target_os = "linux")]
+        let _ = mmap.advise(memmap2::Advice::HugePage);
         let corrupt = |m: &str| OpenError::Corrupt {
             path: path.clone(),
             message: m.to_string(),
@@ -424,27 +445,25 @@ impl Store {
             manifest,
             index,
             historical_refsets: Vec::new(),
-            by_id: hashbrown::HashTable::new(),
+            by_id: IdIndex::build(&[]).map_err(io)?,
             default_refsets: Vec::new(),
-            default_terms: Vec::new(),
+            cards: HugeTable::empty().map_err(io)?,
         };
         store.validate().map_err(|m| corrupt(&m))?;
         store.historical_refsets = store.find_historical_refsets();
-        store.by_id = store.hash_ids();
+        let ids: Vec<u64> = store.concepts().iter().map(|c| c.id).collect();
+        store.by_id = IdIndex::build(&ids).map_err(io)?;
         store.default_refsets = store.sorted_default_refsets();
-        store.default_terms = (0..store.concepts().len() as u32)
+        let cards: Vec<ConceptCard> = (0..store.concepts().len() as u32)
             .map(|i| {
                 let found = store.find_preferred_synonym(ConceptIdx(i), &store.default_refsets);
-                found.map_or(DefaultTerm::NONE, |d| {
-                    let row = &store.descs()[d.idx.0 as usize];
-                    DefaultTerm {
-                        row: d.idx.0,
-                        term_off: row.term_off,
-                        term_len: row.term_len,
-                    }
-                })
+                ConceptCard::new(
+                    store.concepts()[i as usize].id,
+                    found.map(|d| (d.idx, &store.descs()[d.idx.0 as usize], d.term)),
+                )
             })
             .collect();
+        store.cards = HugeTable::from_fn(cards.len(), |i| cards[i]).map_err(io)?;
         Ok(store)
     }
 
@@ -581,27 +600,40 @@ impl Store {
 
     /// The dense index of a concept id, if the store has it.
     pub fn index_of(&self, id: SctId) -> Option<ConceptIdx> {
-        let concepts = self.concepts();
-        let id = id.get();
-        self.by_id
-            .find(hash_id(id), |&row| concepts[row as usize].id == id)
-            .map(|&row| ConceptIdx(row))
-    }
-
-    fn hash_ids(&self) -> hashbrown::HashTable<u32> {
-        let concepts = self.concepts();
-        let mut table = hashbrown::HashTable::with_capacity(concepts.len());
-        for (row, c) in concepts.iter().enumerate() {
-            table.insert_unique(hash_id(c.id), row as u32, |&r| {
-                hash_id(concepts[r as usize].id)
-            });
-        }
-        table
+        self.by_id.get(id.get()).map(ConceptIdx)
     }
 
     /// The id of a dense index. Panics if `idx` is not from this store.
     pub fn id_of(&self, idx: ConceptIdx) -> SctId {
         SctId::new_unchecked(self.concepts()[idx.0 as usize].id)
+    }
+
+    /// Asks the processor to start loading what an answer about `idx` reads next: its concept row and card,
+    /// its descriptions, its relationships, its parents and children. These sit in different tables, and each
+    /// is a cache miss in a large store; read one after the other, each waits for the last. Issued together
+    /// here, they arrive together. Costs a few nanoseconds when they are cached already.
+    pub fn prefetch_concept(&self, idx: ConceptIdx) {
+        let i = idx.0 as usize;
+        let range = |off: Section| {
+            let off: &[u32] = self.sec(off);
+            match (off.get(i), off.get(i + 1)) {
+                (Some(&a), Some(&b)) => a as usize..b as usize,
+                _ => 0..0,
+            }
+        };
+        // The four offset pairs are independent loads: the processor has them in flight together.
+        let (descs, rels, parents, children) = (
+            range(Section::DescByConceptOff),
+            range(Section::RelBySourceOff),
+            range(Section::ParentsOff),
+            range(Section::ChildrenOff),
+        );
+        prefetch(self.concepts().get(i..i + 1));
+        prefetch(self.cards.rows().get(i..i + 1));
+        prefetch(self.descs().get(descs));
+        prefetch(self.rels().get(rels));
+        prefetch(self.sec::<ConceptIdx>(Section::Parents).get(parents));
+        prefetch(self.sec::<ConceptIdx>(Section::Children).get(children));
     }
 
     /// A concept's attributes.
@@ -901,7 +933,7 @@ impl Store {
     /// preference) that has one; falls back to any active synonym, then to the FSN.
     pub fn preferred_synonym(&self, idx: ConceptIdx, refsets: &[SctId]) -> Option<Description<'_>> {
         if refsets == self.default_refsets.as_slice() {
-            let row = self.default_terms.get(idx.0 as usize)?.row;
+            let row = self.cards.rows().get(idx.0 as usize)?.row;
             return (row != u32::MAX).then(|| self.description(DescriptionIdx(row)));
         }
         self.find_preferred_synonym(idx, refsets)
@@ -935,16 +967,23 @@ impl Store {
     /// [`Store::preferred_term`] in the default language refsets ([`Store::default_refsets`]): the display a
     /// request without a language gets, kept per concept at open.
     pub fn default_term(&self, idx: ConceptIdx) -> Option<&str> {
-        let t = self.default_terms.get(idx.0 as usize)?;
-        (t.row != u32::MAX).then(|| self.heap_str(t.term_off, t.term_len))
+        self.card_term(self.cards.rows().get(idx.0 as usize)?)
+    }
+
+    fn card_term<'s>(&'s self, card: &'s ConceptCard) -> Option<&'s str> {
+        if card.row == u32::MAX {
+            return None;
+        }
+        Some(match card.inline.get(..card.term_len as usize) {
+            // SAFETY: `ConceptCard::new` copies a whole term (a `&str` of the heap) when it fits, and `term_len`
+            // is that term's length: these are the bytes of a `str`. (Checking again would cost as much as the
+            // rest of reading a display.)
+            Some(text) => unsafe { std::str::from_utf8_unchecked(text) },
+            None => self.heap_str(card.term_off, card.term_len),
+        })
     }
 
     /// [`Store::preferred_term`] of many concepts of this store at once, in the order of `idxs`.
-    ///
-    /// A display costs two dependent reads (the concept's default term, then the string heap), each usually a
-    /// cache miss in a store of hundreds of thousands of concepts. Done one concept at a time the misses run one
-    /// after another; here each step runs over every concept before the next, so the processor has the reads of
-    /// all of them in flight together. A `$lookup` names a dozen or more related concepts.
     pub fn preferred_terms(&self, idxs: &[ConceptIdx], refsets: &[SctId]) -> Vec<Option<&str>> {
         if refsets != self.default_refsets.as_slice() {
             return idxs
@@ -952,24 +991,31 @@ impl Store {
                 .map(|&i| self.preferred_term(i, refsets))
                 .collect();
         }
-        self.default_terms_of(idxs)
+        self.ids_and_default_terms(idxs)
+            .into_iter()
+            .map(|(_, term)| term)
+            .collect()
     }
 
-    /// [`Store::preferred_terms`] in the default language refsets ([`Store::default_term`] of each).
-    pub fn default_terms_of(&self, idxs: &[ConceptIdx]) -> Vec<Option<&str>> {
-        let terms: Vec<DefaultTerm> = idxs
+    /// The id and [`Store::default_term`] of each concept of `idxs` (of this store), in their order: one cache
+    /// line each (see [`ConceptCard`]), all read before any is used, so that the processor has the reads of
+    /// all of them in flight together. Panics if an index is not from this store.
+    pub fn ids_and_default_terms(&self, idxs: &[ConceptIdx]) -> Vec<(SctId, Option<&str>)> {
+        let found: Vec<(SctId, Option<&str>)> = idxs
             .iter()
             .map(|i| {
-                *self
-                    .default_terms
-                    .get(i.0 as usize)
-                    .unwrap_or(&DefaultTerm::NONE)
+                let card = &self.cards.rows()[i.0 as usize];
+                (SctId::new_unchecked(card.id), self.card_term(card))
             })
             .collect();
-        terms
-            .into_iter()
-            .map(|t| (t.row != u32::MAX).then(|| self.heap_str(t.term_off, t.term_len)))
-            .collect()
+        // The displays too long for their card are in the string heap: started now, they are read by the time
+        // the caller writes them.
+        for (_, term) in &found {
+            if let Some(t) = term.filter(|t| t.len() > CARD_INLINE) {
+                prefetch(Some(t.as_bytes()));
+            }
+        }
+        found
     }
 
     /// The preferred fully specified name for the first of `refsets`; falls back to any active FSN.
@@ -1163,6 +1209,28 @@ fn rel(r: &RelRec) -> Relationship {
 
 fn bitmap_of(s: &[ConceptIdx]) -> RoaringBitmap {
     RoaringBitmap::from_sorted_iter(s.iter().map(|c| c.0)).unwrap_or_default()
+}
+
+/// Asks the processor to load the cache lines of `rows` (at most the first 32: a concept with thousands of
+/// children needs its first lines soonest, and the hardware prefetcher follows a sequential read).
+fn prefetch<T>(rows: Option<&[T]>) {
+    let Some(rows) = rows else { return };
+    let start = rows.as_ptr().cast::<u8>();
+    let len = std::mem::size_of_val(rows).min(32 * 64);
+    let mut at = 0;
+    while at < len {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE is part of every x86_64 target. A prefetch is a hint: it never faults, whatever the
+        // address, and changes nothing the program can observe; these addresses are inside `rows` anyway.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                start.wrapping_add(at).cast::<i8>(),
+            );
+        }
+        at += 64;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = start;
 }
 
 /// Formats an effective time `YYYYMMDD` as an ISO date `YYYY-MM-DD`.

@@ -5,74 +5,51 @@
 use super::{SCT, SnomedProvider};
 use crate::fast::{json_number, json_string, json_string_of};
 use snomed::{ConceptIdx, DescriptionKind, consts};
-use std::cmp::Ordering;
 
-/// One property of the answer, before it is written.
-enum Property {
+/// One property of the answer, before it is written, with the displays it names.
+enum Property<'s> {
     /// A defining attribute: its type and value concepts.
     Attribute {
         type_id: u64,
-        type_idx: Option<ConceptIdx>,
+        type_display: Option<&'s str>,
         value: u64,
-        value_idx: Option<ConceptIdx>,
+        value_display: Option<&'s str>,
     },
     /// `parent`, `child` or `module`: a concept named by a fixed code.
     Related {
         code: &'static str,
         value: u64,
-        value_idx: Option<ConceptIdx>,
+        display: Option<&'s str>,
     },
     EffectiveTime,
     Inactive,
 }
 
-impl Property {
-    /// The property's code and value as the general path sorts them (both as text; `None` is no value).
-    fn sort_key(&self) -> (Code, Option<u64>) {
-        match *self {
-            Property::Attribute { type_id, value, .. } => (Code::Id(type_id), Some(value)),
-            Property::Related { code, value, .. } => (Code::Name(code), Some(value)),
-            Property::EffectiveTime => (Code::Name("effectiveTime"), None),
-            Property::Inactive => (Code::Name("inactive"), None),
+impl Property<'_> {
+    /// Where the general path puts the property: by code, then by value, both compared as text (a concept id as
+    /// its decimal digits, which sort before the letters of a name; no value before any value).
+    fn order(&self) -> PropertyOrder {
+        let (code, value) = match *self {
+            Property::Attribute { type_id, value, .. } => (Err(type_id), Some(value)),
+            Property::Related { code, value, .. } => (Ok(code), Some(value)),
+            Property::EffectiveTime => (Ok("effectiveTime"), None),
+            Property::Inactive => (Ok("inactive"), None),
+        };
+        match code {
+            Err(id) => (false, decimal_text_key(id), "", value.map(decimal_text_key)),
+            Ok(name) => (true, 0, name, value.map(decimal_text_key)),
         }
     }
 }
 
-/// A property code: a concept id (an attribute) or a name.
-#[derive(Clone, Copy)]
-enum Code {
-    Id(u64),
-    Name(&'static str),
-}
+/// (the code is a name, the id code's [`decimal_text_key`], the name code, the value's key)
+type PropertyOrder = (bool, u128, &'static str, Option<u128>);
 
-/// The order of `a` and `b` written in decimal and compared as text ("12" < "120" < "13").
-fn decimal_text_order(a: u64, b: u64) -> Ordering {
-    let (da, db) = (
-        a.checked_ilog10().unwrap_or(0),
-        b.checked_ilog10().unwrap_or(0),
-    );
-    // Scaled to the same number of digits, the numbers compare as their texts do; a tie means one text is a
-    // prefix of the other, and the shorter sorts first.
-    let wa = u128::from(a) * 10u128.pow(db.saturating_sub(da));
-    let wb = u128::from(b) * 10u128.pow(da.saturating_sub(db));
-    wa.cmp(&wb).then(da.cmp(&db))
-}
-
-fn code_order(a: Code, b: Code) -> Ordering {
-    match (a, b) {
-        (Code::Id(x), Code::Id(y)) => decimal_text_order(x, y),
-        // Digits sort before letters.
-        (Code::Id(_), Code::Name(_)) => Ordering::Less,
-        (Code::Name(_), Code::Id(_)) => Ordering::Greater,
-        (Code::Name(x), Code::Name(y)) => x.cmp(y),
-    }
-}
-
-fn value_order(a: Option<u64>, b: Option<u64>) -> Ordering {
-    match (a, b) {
-        (Some(x), Some(y)) => decimal_text_order(x, y),
-        (x, y) => x.is_some().cmp(&y.is_some()),
-    }
+/// A key that orders numbers as their decimal texts do ("12" < "120" < "13"): the digits scaled to twenty places,
+/// then the number of digits, so that a text sorts before the longer texts it begins.
+fn decimal_text_key(n: u64) -> u128 {
+    let digits = n.checked_ilog10().unwrap_or(0);
+    ((u128::from(n) * 10u128.pow(19 - digits)) << 5) | u128::from(digits)
 }
 
 impl SnomedProvider {
@@ -81,6 +58,7 @@ impl SnomedProvider {
     pub(super) fn lookup_answer(&self, code: &str) -> Option<Vec<u8>> {
         let store = &*self.store;
         let focus = self.idx(code)?;
+        store.prefetch_concept(focus);
         let concept = store.concept(focus);
         let mut descs: Vec<_> = store
             .descriptions(focus)
@@ -110,105 +88,108 @@ impl SnomedProvider {
             json_string(&mut out, d.term);
             out.extend_from_slice(b"}]}");
         }
-        let mut attributes: Vec<(u64, u64, Option<ConceptIdx>, Option<ConceptIdx>)> = store
-            .relationships(focus)
-            .filter(|r| r.is_inferred_active() && r.type_id != consts::IS_A)
-            .map(|r| {
-                (
-                    r.type_id.get(),
-                    r.destination_id.get(),
-                    r.type_idx,
-                    r.destination,
-                )
-            })
-            .collect();
-        attributes.sort_unstable();
-        attributes.dedup();
-        let related = |code: &'static str, idx: ConceptIdx| Property::Related {
-            code,
-            value: store.id_of(idx).get(),
-            value_idx: Some(idx),
+        let attributes: Vec<(u64, u64, Option<ConceptIdx>, Option<ConceptIdx>)> = {
+            let mut rows: Vec<_> = store
+                .relationships(focus)
+                .filter(|r| r.is_inferred_active() && r.type_id != consts::IS_A)
+                .map(|r| {
+                    (
+                        r.type_id.get(),
+                        r.destination_id.get(),
+                        r.type_idx,
+                        r.destination,
+                    )
+                })
+                .collect();
+            rows.sort_unstable();
+            rows.dedup();
+            rows
         };
+        let (parents, children) = (store.parents(focus), store.children(focus));
         let module = concept.module.get();
-        let mut properties: Vec<Property> = attributes
-            .into_iter()
-            .map(
-                |(type_id, value, type_idx, value_idx)| Property::Attribute {
-                    type_id,
-                    type_idx,
-                    value,
-                    value_idx,
-                },
-            )
-            .chain(store.parents(focus).iter().map(|&p| related("parent", p)))
-            .chain(store.children(focus).iter().map(|&c| related("child", c)))
-            .chain([
-                Property::Related {
-                    code: "module",
-                    value: module,
-                    value_idx: self.idx_of_id(module),
-                },
-                Property::EffectiveTime,
-                Property::Inactive,
-            ])
-            .collect();
-        properties.sort_by(|a, b| {
-            let ((ca, va), (cb, vb)) = (a.sort_key(), b.sort_key());
-            code_order(ca, cb).then_with(|| value_order(va, vb))
-        });
-        // Every display the answer names, read together (see `Store::preferred_terms`), in the order written.
-        let mut wanted = Vec::with_capacity(2 * properties.len() + 1);
-        wanted.push(focus);
-        for p in &properties {
-            match *p {
-                Property::Attribute {
-                    type_idx,
-                    value_idx,
-                    ..
-                } => wanted.extend(type_idx.into_iter().chain(value_idx)),
-                Property::Related { value_idx, .. } => wanted.extend(value_idx),
-                Property::EffectiveTime | Property::Inactive => {}
+        let module_idx = self.idx_of_id(module);
+        // Every concept the answer names, read together (see `Store::ids_and_default_terms`): the focus, then
+        // each attribute's type and value, the parents, the children and the module.
+        let mut named =
+            Vec::with_capacity(1 + 2 * attributes.len() + parents.len() + children.len() + 1);
+        named.push(focus);
+        for &(_, _, type_idx, value_idx) in &attributes {
+            named.extend(type_idx.into_iter().chain(value_idx));
+        }
+        named.extend_from_slice(parents);
+        named.extend_from_slice(children);
+        named.extend(module_idx);
+        let cards = store.ids_and_default_terms(&named);
+        let mut cards = cards.into_iter();
+        let mut next_display = |idx: Option<ConceptIdx>| idx.and_then(|_| cards.next()?.1);
+        let focus_display = next_display(Some(focus));
+        // Each with its place computed once (no two properties have the same code and value).
+        let mut ordered: Vec<(PropertyOrder, Property)> = Vec::with_capacity(named.len() + 2);
+        let mut add = |p| ordered.push((Property::order(&p), p));
+        for (type_id, value, type_idx, value_idx) in attributes {
+            add(Property::Attribute {
+                type_id,
+                type_display: next_display(type_idx),
+                value,
+                value_display: next_display(value_idx),
+            });
+        }
+        for (code, n) in [("parent", parents.len()), ("child", children.len())] {
+            for _ in 0..n {
+                if let Some((id, display)) = cards.next() {
+                    add(Property::Related {
+                        code,
+                        value: id.get(),
+                        display,
+                    });
+                }
             }
         }
-        let mut terms = store.default_terms_of(&wanted).into_iter();
-        let mut term = |idx: Option<ConceptIdx>| idx.and_then(|_| terms.next().flatten());
+        add(Property::Related {
+            code: "module",
+            value: module,
+            display: module_idx.and_then(|_| cards.next()?.1),
+        });
+        add(Property::EffectiveTime);
+        add(Property::Inactive);
+        ordered.sort_unstable_by(|a, b| a.0.cmp(&b.0));
 
         out.extend_from_slice(br#",{"name":"display","valueString":"#);
-        json_string(&mut out, term(Some(focus)).unwrap_or_default());
+        json_string(&mut out, focus_display.unwrap_or_default());
         out.extend_from_slice(br#"},{"name":"name","valueString":"#);
         json_string_of(&mut out, &[SCT, "|", &self.version]);
         out.push(b'}');
-        for p in &properties {
+        for (_, p) in &ordered {
             out.extend_from_slice(br#",{"name":"property","part":[{"name":"code","valueCode":""#);
             match *p {
                 Property::Attribute {
                     type_id,
-                    type_idx,
+                    type_display,
                     value,
-                    value_idx,
+                    value_display,
                 } => {
                     json_number(&mut out, type_id);
                     out.push(b'"');
                     out.push(b'}');
-                    if let Some(d) = term(type_idx) {
+                    if let Some(d) = type_display {
                         out.extend_from_slice(br#",{"name":"code-display","valueString":"#);
                         json_string(&mut out, d);
                         out.push(b'}');
                     }
-                    related_value(&mut out, value, term(value_idx));
+                    related_value(&mut out, value, value_display);
                 }
                 Property::Related {
                     code,
                     value,
-                    value_idx,
+                    display,
                 } => {
                     out.extend_from_slice(code.as_bytes());
                     out.extend_from_slice(b"\"}");
-                    related_value(&mut out, value, term(value_idx));
+                    related_value(&mut out, value, display);
                 }
                 Property::EffectiveTime => {
                     out.extend_from_slice(br#"effectiveTime"},{"name":"value","valueDateTime":"#);
-                    json_string(&mut out, &snomed::format_date(concept.effective_time));
+                    json_date(&mut out, concept.effective_time);
                     out.extend_from_slice(b"}]}");
                 }
                 Property::Inactive => {
@@ -229,6 +210,27 @@ impl SnomedProvider {
     }
 }
 
+/// Appends an RF2 effective time (`YYYYMMDD` as a number) as the JSON string `"YYYY-MM-DD"`, as
+/// `snomed::format_date` writes it, without the formatting machinery.
+fn json_date(out: &mut Vec<u8>, t: u32) {
+    let digit = |n: u32| b'0' + (n % 10) as u8;
+    let (y, m, d) = (t / 10000 % 10000, t / 100 % 100, t % 100);
+    out.extend_from_slice(&[
+        b'"',
+        digit(y / 1000),
+        digit(y / 100),
+        digit(y / 10),
+        digit(y),
+        b'-',
+        digit(m / 10),
+        digit(m),
+        b'-',
+        digit(d / 10),
+        digit(d),
+        b'"',
+    ]);
+}
+
 /// The rest of a concept-valued property: the value concept's display when it has one, then its id.
 fn related_value(out: &mut Vec<u8>, value: u64, display: Option<&str>) {
     if let Some(d) = display {
@@ -244,6 +246,18 @@ fn related_value(out: &mut Vec<u8>, value: u64, display: Option<&str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_are_written_as_format_date_writes_them() {
+        for t in [20250101u32, 20020131, 19991231, 0, 10000101] {
+            let mut out = Vec::new();
+            json_date(&mut out, t);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                format!("\"{}\"", snomed::format_date(t))
+            );
+        }
+    }
 
     #[test]
     fn numbers_sort_as_their_decimal_texts() {
@@ -262,7 +276,7 @@ mod tests {
         ];
         let mut texts: Vec<String> = ns.iter().map(u64::to_string).collect();
         texts.sort();
-        ns.sort_by(|a, b| decimal_text_order(*a, *b));
+        ns.sort_by_key(|&n| decimal_text_key(n));
         assert_eq!(ns.iter().map(u64::to_string).collect::<Vec<_>>(), texts);
     }
 }
