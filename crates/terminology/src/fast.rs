@@ -106,7 +106,13 @@ pub(crate) struct Out {
 
 impl Out {
     pub(crate) fn new() -> Out {
-        let mut buf = Vec::with_capacity(2048);
+        Out::with_capacity(2048)
+    }
+
+    /// For an answer of about `bytes` (a lookup's runs to several kilobytes: each doubling of the buffer copies
+    /// what was written).
+    pub(crate) fn with_capacity(bytes: usize) -> Out {
+        let mut buf = Vec::with_capacity(bytes);
         buf.extend_from_slice(br#"{"resourceType":"Parameters","parameter":["#);
         Out { buf, first: true }
     }

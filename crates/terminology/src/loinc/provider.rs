@@ -514,7 +514,8 @@ impl CodeSystemProvider for LoincProvider {
         let s = &self.store;
         let i = s.find_exact(code)?;
         let m = &self.meta;
-        let mut out = Out::new();
+        // LoincTable answers run to about 5 kB (designations in each language variant, parts as properties).
+        let mut out = Out::with_capacity(8192);
         out.param_str("code", "valueCode", s.code(i));
         out.param_str("system", "valueUri", &m.url);
         if let Some(n) = m.name.as_ref().or(m.title.as_ref()) {

@@ -60,34 +60,6 @@ impl SnomedProvider {
         let focus = self.idx(code)?;
         store.prefetch_concept(focus);
         let concept = store.concept(focus);
-        let mut descs: Vec<_> = store
-            .descriptions(focus)
-            .filter(|d| d.active && d.kind != DescriptionKind::Definition)
-            .collect();
-        descs.sort_by_key(|d| d.id.get());
-        let mut out = Vec::with_capacity(4096);
-        out.extend_from_slice(
-            br#"{"resourceType":"Parameters","parameter":[{"name":"abstract","valueBoolean":false},{"name":"code","valueCode":"#,
-        );
-        json_string(&mut out, code);
-        out.push(b'}');
-        for d in &descs {
-            out.extend_from_slice(
-                br#",{"name":"designation","part":[{"name":"language","valueCode":"#,
-            );
-            json_string(&mut out, d.language);
-            out.extend_from_slice(
-                br#"},{"name":"use","valueCoding":{"system":"http://snomed.info/sct","code":""#,
-            );
-            json_number(&mut out, d.type_id.get());
-            out.extend_from_slice(if d.kind == DescriptionKind::Fsn {
-                br#"","display":"Fully specified name"}},{"name":"value","valueString":"#.as_slice()
-            } else {
-                br#"","display":"Synonym"}},{"name":"value","valueString":"#.as_slice()
-            });
-            json_string(&mut out, d.term);
-            out.extend_from_slice(b"}]}");
-        }
         let attributes: Vec<(u64, u64, Option<ConceptIdx>, Option<ConceptIdx>)> = {
             let mut rows: Vec<_> = store
                 .relationships(focus)
@@ -120,6 +92,36 @@ impl SnomedProvider {
         named.extend_from_slice(children);
         named.extend(module_idx);
         let cards = store.ids_and_default_terms(&named);
+        // The designations after the cards: their terms and the cards then load together.
+        let mut descs: Vec<_> = store
+            .descriptions(focus)
+            .filter(|d| d.active && d.kind != DescriptionKind::Definition)
+            .collect();
+        descs.sort_by_key(|d| d.id.get());
+        // Answers run to about 4 kB, more for a concept with many children.
+        let mut out = Vec::with_capacity(8192);
+        out.extend_from_slice(
+            br#"{"resourceType":"Parameters","parameter":[{"name":"abstract","valueBoolean":false},{"name":"code","valueCode":"#,
+        );
+        json_string(&mut out, code);
+        out.push(b'}');
+        for d in &descs {
+            out.extend_from_slice(
+                br#",{"name":"designation","part":[{"name":"language","valueCode":"#,
+            );
+            json_string(&mut out, d.language);
+            out.extend_from_slice(
+                br#"},{"name":"use","valueCoding":{"system":"http://snomed.info/sct","code":""#,
+            );
+            json_number(&mut out, d.type_id.get());
+            out.extend_from_slice(if d.kind == DescriptionKind::Fsn {
+                br#"","display":"Fully specified name"}},{"name":"value","valueString":"#.as_slice()
+            } else {
+                br#"","display":"Synonym"}},{"name":"value","valueString":"#.as_slice()
+            });
+            json_string(&mut out, d.term);
+            out.extend_from_slice(b"}]}");
+        }
         let mut cards = cards.into_iter();
         let mut next_display = |idx: Option<ConceptIdx>| idx.and_then(|_| cards.next()?.1);
         let focus_display = next_display(Some(focus));
