@@ -546,3 +546,24 @@ pub fn lang_matches(requested: &str, actual: &str) -> bool {
     let a = actual.to_ascii_lowercase();
     r == a || a.starts_with(&format!("{r}-")) || r.starts_with(&format!("{a}-"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast path's plain context takes `Options::default()` for a request without parameters.
+    #[test]
+    fn no_parameters_give_the_default_options() {
+        assert_eq!(
+            format!("{:?}", Options::from_params(&Params::default(), None)),
+            format!("{:?}", Options::default())
+        );
+        // And the comparison can tell options apart.
+        let mut p = Params::default();
+        p.push(serde_json::json!({"name": "activeOnly", "valueBoolean": true}));
+        assert_ne!(
+            format!("{:?}", Options::from_params(&p, None)),
+            format!("{:?}", Options::default())
+        );
+    }
+}

@@ -204,7 +204,19 @@ impl Terminology {
 
     /// A request's context without parameters: what the fast path resolves code systems and value sets in.
     pub(crate) fn plain_context(&self) -> Ctx<'_> {
-        self.context(&Params::default(), None)
+        // What `context` makes of no parameters, without asking an empty list for each option by name (a test
+        // checks that the two agree).
+        Ctx {
+            base: &self.registry,
+            overlay: Registry::new(),
+            opts: Options::default(),
+            max_expansion: self.config.max_expansion,
+            lenient_includes: std::cell::Cell::new(false),
+            used_version_rules: Default::default(),
+            providers: &self.providers,
+            provider_systems: &self.provider_systems,
+            probe: Default::default(),
+        }
     }
 
     /// `$batch-validate-code`: each `validation` is a `$validate-code` of its own, with the batch's other

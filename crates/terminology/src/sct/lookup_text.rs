@@ -17,7 +17,7 @@ enum Property<'s> {
     },
     /// `parent`, `child` or `module`: a concept named by a fixed code.
     Related {
-        code: &'static str,
+        code: Named,
         value: u64,
         display: Option<&'s str>,
     },
@@ -25,25 +25,49 @@ enum Property<'s> {
     Inactive,
 }
 
-impl Property<'_> {
-    /// Where the general path puts the property: by code, then by value, both compared as text (a concept id as
-    /// its decimal digits, which sort before the letters of a name; no value before any value).
-    fn order(&self) -> PropertyOrder {
-        let (code, value) = match *self {
-            Property::Attribute { type_id, value, .. } => (Err(type_id), Some(value)),
-            Property::Related { code, value, .. } => (Ok(code), Some(value)),
-            Property::EffectiveTime => (Ok("effectiveTime"), None),
-            Property::Inactive => (Ok("inactive"), None),
-        };
-        match code {
-            Err(id) => (false, decimal_text_key(id), "", value.map(decimal_text_key)),
-            Ok(name) => (true, 0, name, value.map(decimal_text_key)),
+/// The properties with a name for a code, declared in the order of their names as text (a test checks).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Named {
+    Child,
+    EffectiveTime,
+    Inactive,
+    Module,
+    Parent,
+}
+
+impl Named {
+    fn code(self) -> &'static str {
+        match self {
+            Named::Child => "child",
+            Named::EffectiveTime => "effectiveTime",
+            Named::Inactive => "inactive",
+            Named::Module => "module",
+            Named::Parent => "parent",
         }
     }
 }
 
-/// (the code is a name, the id code's [`decimal_text_key`], the name code, the value's key)
-type PropertyOrder = (bool, u128, &'static str, Option<u128>);
+impl Property<'_> {
+    /// Where the general path puts the property: by code, then by value, both compared as text (a concept id as
+    /// its decimal digits, which sort before the letters of a name; no value before any value). Integers only,
+    /// so that sorting compares no strings.
+    fn order(&self) -> PropertyOrder {
+        let (code, value) = match *self {
+            Property::Attribute { type_id, value, .. } => (Err(type_id), Some(value)),
+            Property::Related { code, value, .. } => (Ok(code), Some(value)),
+            Property::EffectiveTime => (Ok(Named::EffectiveTime), None),
+            Property::Inactive => (Ok(Named::Inactive), None),
+        };
+        let code = match code {
+            Err(id) => (None, decimal_text_key(id)),
+            Ok(name) => (Some(name), 0),
+        };
+        (code, value.map(decimal_text_key))
+    }
+}
+
+/// ((the name code, or None for an id code; the id code's [`decimal_text_key`]), the value's key)
+type PropertyOrder = ((Option<Named>, u128), Option<u128>);
 
 /// A key that orders numbers as their decimal texts do ("12" < "120" < "13"): the digits scaled to twenty places,
 /// then the number of digits, so that a text sorts before the longer texts it begins.
@@ -136,7 +160,10 @@ impl SnomedProvider {
                 value_display: next_display(value_idx),
             });
         }
-        for (code, n) in [("parent", parents.len()), ("child", children.len())] {
+        for (code, n) in [
+            (Named::Parent, parents.len()),
+            (Named::Child, children.len()),
+        ] {
             for _ in 0..n {
                 if let Some((id, display)) = cards.next() {
                     add(Property::Related {
@@ -148,13 +175,13 @@ impl SnomedProvider {
             }
         }
         add(Property::Related {
-            code: "module",
+            code: Named::Module,
             value: module,
             display: module_idx.and_then(|_| cards.next()?.1),
         });
         add(Property::EffectiveTime);
         add(Property::Inactive);
-        ordered.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        ordered.sort_unstable_by_key(|(order, _)| *order);
 
         out.extend_from_slice(br#",{"name":"display","valueString":"#);
         json_string(&mut out, focus_display.unwrap_or_default());
@@ -185,7 +212,7 @@ impl SnomedProvider {
                     value,
                     display,
                 } => {
-                    out.extend_from_slice(code.as_bytes());
+                    out.extend_from_slice(code.code().as_bytes());
                     out.extend_from_slice(b"\"}");
                     related_value(&mut out, value, display);
                 }
@@ -248,6 +275,24 @@ fn related_value(out: &mut Vec<u8>, value: u64, display: Option<&str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn named_codes_are_declared_in_the_order_of_their_text() {
+        const ALL: [Named; 5] = [
+            Named::Child,
+            Named::EffectiveTime,
+            Named::Inactive,
+            Named::Module,
+            Named::Parent,
+        ];
+        let mut by_text = ALL;
+        by_text.sort_by_key(|n| n.code());
+        assert_eq!(by_text, ALL);
+        let mut by_order = ALL;
+        by_order.reverse();
+        by_order.sort();
+        assert_eq!(by_order, ALL);
+    }
 
     #[test]
     fn dates_are_written_as_format_date_writes_them() {
