@@ -18,28 +18,20 @@ pub(crate) struct HugeTable<T> {
 }
 
 impl<T: Pod> HugeTable<T> {
-    /// A table of `len` rows, row `i` being `row(i)`.
-    pub(crate) fn from_fn(len: usize, mut row: impl FnMut(usize) -> T) -> std::io::Result<Self> {
-        let bytes = (len * size_of::<T>()).max(1);
-        let mut map = MmapMut::map_anon(bytes)?;
+    /// A table holding a copy of `rows`.
+    pub(crate) fn from_slice(rows: &[T]) -> std::io::Result<Self> {
+        let bytes: &[u8] = bytemuck::cast_slice(rows);
+        let mut map = MmapMut::map_anon(bytes.len().max(1))?;
         // Before the first write, so that the pages are huge from the start. A kernel without transparent huge
         // pages refuses the advice; the table then works on small pages.
         #[cfg(target_os = "linux")]
         let _ = map.advise(memmap2::Advice::HugePage);
-        let rows: &mut [T] = bytemuck::cast_slice_mut(&mut map[..len * size_of::<T>()]);
-        for (i, r) in rows.iter_mut().enumerate() {
-            *r = row(i);
-        }
+        map[..bytes.len()].copy_from_slice(bytes);
         Ok(HugeTable {
             map,
-            len,
+            len: rows.len(),
             _rows: PhantomData,
         })
-    }
-
-    /// An empty table (before a store has built its own).
-    pub(crate) fn empty() -> std::io::Result<Self> {
-        Self::from_fn(0, |_| T::zeroed())
     }
 
     pub(crate) fn rows(&self) -> &[T] {
@@ -52,16 +44,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rows_are_what_was_built() {
-        let table = HugeTable::from_fn(100_000, |i| (i as u64) * 3).unwrap();
-        assert_eq!(table.rows().len(), 100_000);
-        assert!(
-            table
-                .rows()
-                .iter()
-                .enumerate()
-                .all(|(i, &v)| v == i as u64 * 3)
-        );
-        assert!(HugeTable::<u64>::empty().unwrap().rows().is_empty());
+    fn rows_are_a_copy_of_the_slice() {
+        let rows: Vec<u64> = (0..100_000u64).map(|i| i * 3).collect();
+        let table = HugeTable::from_slice(&rows).unwrap();
+        assert_eq!(table.rows(), rows.as_slice());
+        assert!(HugeTable::<u64>::from_slice(&[]).unwrap().rows().is_empty());
     }
 }

@@ -53,7 +53,7 @@ impl IdIndex {
             }
         }
         Ok(IdIndex {
-            slots: HugeTable::from_fn(len, |i| slots[i])?,
+            slots: HugeTable::from_slice(&slots)?,
             mask,
         })
     }

@@ -314,8 +314,8 @@ struct ConceptCard {
     inline: [u8; CARD_INLINE],
 }
 
-/// The room left for a display in a 64-byte [`ConceptCard`]: enough for most preferred terms (the median
-/// SNOMED CT synonym is about 30 bytes).
+/// The room left for a display in a 64-byte [`ConceptCard`]: enough for most preferred terms (in the conformance
+/// tests' International Edition subset the median active synonym has 25 bytes, and 85% have at most 44).
 const CARD_INLINE: usize = 64 - 20;
 
 impl ConceptCard {
@@ -447,7 +447,7 @@ impl Store {
             historical_refsets: Vec::new(),
             by_id: IdIndex::build(&[]).map_err(io)?,
             default_refsets: Vec::new(),
-            cards: HugeTable::empty().map_err(io)?,
+            cards: HugeTable::from_slice(&[]).map_err(io)?,
         };
         store.validate().map_err(|m| corrupt(&m))?;
         store.historical_refsets = store.find_historical_refsets();
@@ -463,7 +463,7 @@ impl Store {
                 )
             })
             .collect();
-        store.cards = HugeTable::from_fn(cards.len(), |i| cards[i]).map_err(io)?;
+        store.cards = HugeTable::from_slice(&cards).map_err(io)?;
         Ok(store)
     }
 
