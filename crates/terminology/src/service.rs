@@ -189,27 +189,22 @@ impl Terminology {
         for r in params.resources("tx-resource") {
             overlay.add(r.clone());
         }
-        Ctx {
-            base: &self.registry,
-            overlay,
-            opts: Options::from_params(params, accept_language),
-            max_expansion: self.config.max_expansion,
-            lenient_includes: std::cell::Cell::new(false),
-            used_version_rules: Default::default(),
-            providers: &self.providers,
-            provider_systems: &self.provider_systems,
-            probe: Default::default(),
-        }
+        self.context_of(overlay, Options::from_params(params, accept_language))
     }
 
     /// A request's context without parameters: what the fast path resolves code systems and value sets in.
     pub(crate) fn plain_context(&self) -> Ctx<'_> {
         // What `context` makes of no parameters, without asking an empty list for each option by name (a test
         // checks that the two agree).
+        self.context_of(Registry::new(), Options::default())
+    }
+
+    /// A context over the server's resources with the request's own (`overlay`) and its options.
+    fn context_of(&self, overlay: Registry, opts: Options) -> Ctx<'_> {
         Ctx {
             base: &self.registry,
-            overlay: Registry::new(),
-            opts: Options::default(),
+            overlay,
+            opts,
             max_expansion: self.config.max_expansion,
             lenient_includes: std::cell::Cell::new(false),
             used_version_rules: Default::default(),
