@@ -68,14 +68,11 @@ fn benches(c: &mut Criterion) {
             })
         });
     };
-    run(
-        "$lookup",
-        Operation::Lookup,
-        codes
-            .iter()
-            .map(|c| query(&[("system", SCT), ("code", c)]))
-            .collect(),
-    );
+    let lookups: Vec<Vec<(String, String)>> = codes
+        .iter()
+        .map(|c| query(&[("system", SCT), ("code", c)]))
+        .collect();
+    run("$lookup", Operation::Lookup, lookups.clone());
     run(
         "$subsumes",
         Operation::Subsumes,
@@ -103,10 +100,6 @@ fn benches(c: &mut Criterion) {
     // The same lookups with the caches a server sees: between two requests its network stack and HTTP code
     // run over other memory. Writing over a buffer the size of this core's L2 cache between calls (outside the
     // timing) leaves the store's rows to come from L3 or memory, as they do under `bench/terminology/run.sh`.
-    let lookups: Vec<Vec<(String, String)>> = codes
-        .iter()
-        .map(|c| query(&[("system", SCT), ("code", c)]))
-        .collect();
     let mut other = vec![0u8; 2 << 20];
     let mut i = 0usize;
     c.bench_function("$lookup, cold caches", |b| {

@@ -109,8 +109,8 @@ impl Out {
         Out::with_capacity(2048)
     }
 
-    /// For an answer of about `bytes` (a lookup's runs to several kilobytes: each doubling of the buffer copies
-    /// what was written).
+    /// For an answer of about `bytes` (a lookup's answer runs to several kilobytes, and each doubling of the
+    /// buffer copies what was written).
     pub(crate) fn with_capacity(bytes: usize) -> Out {
         let mut buf = Vec::with_capacity(bytes);
         buf.extend_from_slice(br#"{"resourceType":"Parameters","parameter":["#);
