@@ -1,6 +1,7 @@
 //! `cargo xtask <task>`: project automation that needs more than a shell line.
 
 mod codegen_fhir;
+mod codegen_hl7v2;
 mod tx_conformance;
 
 fn main() -> anyhow::Result<()> {
@@ -8,11 +9,18 @@ fn main() -> anyhow::Result<()> {
     match task.as_deref() {
         None | Some("help") => {
             println!(
-                "cargo xtask <task>\n\ntasks:\n  help    this text\n  codegen regenerate crates/fhir/src/generated ([--check] [--package TGZ])\n  tx-conformance run the HL7 terminology conformance tests ([--modes general,snomed] [--min-pass N])"
+                "cargo xtask <task>\n\ntasks:\n  help    this text\n  codegen regenerate crates/fhir/src/generated and crates/hl7v2/src/generated ([--check] [--package TGZ]: the FHIR package)\n  tx-conformance run the HL7 terminology conformance tests ([--modes general,snomed] [--min-pass N])"
             );
             Ok(())
         }
-        Some("codegen") => codegen_fhir::run(&std::env::args().skip(2).collect::<Vec<_>>()),
+        Some("codegen") => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            let check = args.iter().any(|a| a == "--check");
+            // Both generators run (and both report) before either failure is returned.
+            let fhir = codegen_fhir::run(&args);
+            let hl7v2 = codegen_hl7v2::run(check);
+            fhir.and(hl7v2)
+        }
         Some("tx-conformance") => {
             tx_conformance::run(&std::env::args().skip(2).collect::<Vec<_>>())
         }

@@ -16,7 +16,7 @@ use crate::{Charset, Delimiters, Message, escape};
 /// let msg = Message::parse(b"MSH|^~\\&|A|B|C|D|20240101||ADT^A01|1|P|2.5\rPID|1||7||DOE^JOHN\r");
 /// let mut buf = MessageBuf::from(&msg);
 /// buf.set("PID-5-2", "JANE").unwrap();
-/// buf.set("PID-3(2)-4", "H&S").unwrap(); // builds the missing repetition and components, escapes `&`
+/// buf.set("PID-3[2]-4", "H&S").unwrap(); // builds the missing repetition and components, escapes `&`
 /// buf.set("ZPI-2", "extra").unwrap(); // a missing segment is appended
 /// assert_eq!(
 ///     buf.encode(),
@@ -55,8 +55,12 @@ pub enum EditError {
     /// The path's text is not a valid path (see [`Path::parse`]).
     #[error("invalid path")]
     InvalidPath,
+    /// The path names groups (`/PATIENT_RESULT/...`); an editable message is flat: name the segment by its
+    /// occurrence in the message (`OBX[3]-5`).
+    #[error("group paths cannot be edited; name the segment by its occurrence, e.g. OBX[3]-5")]
+    GroupPath,
     /// The segment occurrence does not exist and is not the next one (which would be appended).
-    #[error("no segment {segment}({occurrence}) to edit, and it is not the next occurrence")]
+    #[error("no segment {segment}[{occurrence}] to edit, and it is not the next occurrence")]
     NoSuchSegment {
         /// Segment identifier.
         segment: String,
@@ -191,6 +195,9 @@ impl<'a> MessageBuf<'a> {
     /// The decoded text at a path (Terser style, like [`Message::get`]).
     pub fn get(&self, path: impl AsPath) -> Option<Cow<'_, str>> {
         let path = path.as_path()?;
+        if path.is_group_path() {
+            return None;
+        }
         let leaf = self.field_value(&path)?.repetition(path.repetition)?;
         let leaf = leaf.component(path.component.unwrap_or(1))?;
         Some(leaf.subcomponent(path.subcomponent.unwrap_or(1))?.text())
@@ -240,6 +247,9 @@ impl<'a> MessageBuf<'a> {
     /// repetition of PID-5 as a whole, `PID-5-1` its first component.
     pub fn set_raw(&mut self, path: impl AsPath, raw: &[u8]) -> Result<(), EditError> {
         let path = path.as_path().ok_or(EditError::InvalidPath)?;
+        if path.is_group_path() {
+            return Err(EditError::GroupPath);
+        }
         let d = self.delims;
         let index = match self.find(&path.segment, path.occurrence) {
             Some(i) => i,

@@ -17,7 +17,8 @@
 //! let msg = Message::parse(bytes);
 //! assert!(msg.diagnostics().is_empty());
 //! assert_eq!(msg.get("PID-5-1").as_deref(), Some("DOE"));
-//! assert_eq!(msg.get("PID-3(2)-4").as_deref(), Some("Other"));
+//! assert_eq!(msg.get("PID-3(1)-4").as_deref(), Some("Other")); // 0-based in parentheses, as in HAPI
+//! assert_eq!(msg.get("PID-3[2]-4").as_deref(), Some("Other")); // 1-based in brackets
 //! assert_eq!(msg.get("MSH-9-2").as_deref(), Some("A01"));
 //! assert_eq!(msg.get("PID-11").as_deref(), Some("1 A & B ST")); // escapes decoded on read
 //! assert_eq!(msg.raw("PID-5"), Some(&b"DOE^JOHN^ALLEN"[..])); // raw bytes at the depth the path names
@@ -73,6 +74,7 @@
 mod ack;
 mod batch;
 mod charset;
+mod definitions;
 mod delimiters;
 mod diagnostic;
 mod edit;
@@ -81,10 +83,16 @@ mod json;
 mod message;
 mod parse;
 mod path;
+mod structure;
+mod validate;
 
 pub use ack::{AckBuilder, AckCode, AckError, AckMode, ErrorCode, ErrorLocation, ErrorSeverity};
 pub use batch::{BatchHeader, Chunk, ChunkKind, Chunks, messages, split, write_batch};
 pub use charset::Charset;
+pub use definitions::{
+    ComponentDef, DataTypeDef, Definitions, FieldDef, MessageStructure, NodeKind, SegmentDef,
+    StructureNode, Table, TableCode, Version,
+};
 pub use delimiters::Delimiters;
 pub use diagnostic::{Diagnostic, DiagnosticKind, Location, ParseError, Severity};
 pub use edit::{EditError, MessageBuf};
@@ -92,4 +100,6 @@ pub use escape::{decode as decode_escapes, encode as encode_escapes};
 pub use json::to_json;
 pub use message::{Level, Message, Parts, Segment, Value};
 pub use parse::ParseOptions;
-pub use path::{AsPath, Path, PathError};
+pub use path::{AsPath, Path, PathError, Step};
+pub use structure::{GroupTree, PlacedSegment, TreeOptions, Unexpected, UnexpectedKind};
+pub use validate::{Issue, IssueSeverity, MAX_ISSUES, Profile, Report, Rule, validate};

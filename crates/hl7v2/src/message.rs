@@ -1,10 +1,12 @@
 //! The read-only message: an index of offsets over borrowed bytes, and views that split and decode on demand.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use crate::diagnostic::{Diagnostic, ParseError, Severity};
 use crate::parse::{ParseOptions, parse};
 use crate::path::{AsPath, Path};
+use crate::structure::{GroupTree, TreeOptions};
 use crate::{Charset, Delimiters, escape};
 
 /// A parsed HL7 v2 message borrowing its bytes.
@@ -21,6 +23,9 @@ pub struct Message<'a> {
     /// Per segment, `count` spans from `first`: the identifier, then field 1, 2, ...
     pub(crate) spans: Vec<Span>,
     pub(crate) diags: Vec<Diagnostic>,
+    pub(crate) tree_options: TreeOptions,
+    /// Built on first use by a group path or [`Message::group_tree`].
+    pub(crate) tree: OnceLock<Box<GroupTree>>,
 }
 
 /// A byte range `start..end` of the input.
@@ -156,7 +161,8 @@ impl<'a> Message<'a> {
     /// let msg = hl7v2::Message::parse(b"MSH|^~\\&|A|B|C|D|20240101||ADT^A01|1|P|2.5\rPID|1||7^^^H~8^^^X||DOE^JOHN");
     /// assert_eq!(msg.get("PID-5-2").as_deref(), Some("JOHN"));
     /// assert_eq!(msg.get("PID-5").as_deref(), Some("DOE"));
-    /// assert_eq!(msg.get("PID-3(2)-4").as_deref(), Some("X"));
+    /// assert_eq!(msg.get("PID-3(1)-4").as_deref(), Some("X")); // HAPI's 0-based repetition
+    /// assert_eq!(msg.get("PID-3[2]-4").as_deref(), Some("X")); // the same, 1-based
     /// assert_eq!(msg.get("MSH-9-2").as_deref(), Some("A01"));
     /// ```
     pub fn get(&self, path: impl AsPath) -> Option<Cow<'a, str>> {
@@ -181,9 +187,37 @@ impl<'a> Message<'a> {
         Some(v.raw())
     }
 
+    /// Where each segment stands in the message structure of its version (built on first use, then kept): group
+    /// paths (`/PATIENT_RESULT/ORDER_OBSERVATION(1)/OBX(2)-5`) are read through it.
+    ///
+    /// ```
+    /// let msg = hl7v2::Message::parse(
+    ///     b"MSH|^~\\&|A|B|C|D|20240101||ORU^R01^ORU_R01|1|P|2.5.1\rPID|1||7\rOBR|1\rOBX|1|NM|a||5\rOBX|2|NM|b||6\r",
+    /// );
+    /// let tree = msg.group_tree();
+    /// assert_eq!(tree.structure_id(), Some("ORU_R01"));
+    /// assert_eq!(tree.path_of(4).as_deref(), Some("/PATIENT_RESULT(0)/ORDER_OBSERVATION(0)/OBSERVATION(1)/OBX(0)"));
+    /// assert_eq!(msg.get("/PATIENT_RESULT/ORDER_OBSERVATION/OBSERVATION(1)/OBX-5").as_deref(), Some("6"));
+    /// assert_eq!(msg.get("/.OBSERVATION(1)/OBX-5").as_deref(), Some("6"));
+    /// assert_eq!(msg.get("OBX(1)-5").as_deref(), Some("6")); // flat: the second OBX of the message
+    /// ```
+    pub fn group_tree(&self) -> &GroupTree {
+        self.tree
+            .get_or_init(|| Box::new(GroupTree::build(self, &self.tree_options)))
+    }
+
+    /// The segment a path names: by occurrence in the whole message (flat path), or through the group tree.
+    pub fn segment_at(&self, path: &Path) -> Option<Segment<'_, 'a>> {
+        if path.is_group_path() {
+            self.segment(self.group_tree().find(path)?)
+        } else {
+            self.find_segment(&path.segment, path.occurrence)
+        }
+    }
+
     /// The repetition a path names (segment occurrence, field, repetition).
     fn value(&self, path: &Path) -> Option<Value<'a>> {
-        let seg = self.find_segment(&path.segment, path.occurrence)?;
+        let seg = self.segment_at(path)?;
         seg.field(path.field)?.repetition(path.repetition)
     }
 

@@ -7,6 +7,7 @@ use crate::charset::Charset;
 use crate::delimiters::{DelimiterProblem, Delimiters};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Location};
 use crate::message::{Message, Seg, Span};
+use crate::structure::TreeOptions;
 
 /// Options of a parse.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -14,12 +15,20 @@ use crate::message::{Message, Seg, Span};
 pub struct ParseOptions {
     /// The character set assumed when MSH-18 is empty or unknown (UTF-8 unless set).
     pub default_charset: Charset,
+    /// How the group tree chooses the message's version (used by group paths and validation).
+    pub tree: TreeOptions,
 }
 
 impl ParseOptions {
     /// Options with the given default character set.
     pub fn with_default_charset(mut self, charset: Charset) -> Self {
         self.default_charset = charset;
+        self
+    }
+
+    /// Options with the given version choice for the group tree (e.g. the version assumed when MSH-12 is empty).
+    pub fn with_tree_options(mut self, tree: TreeOptions) -> Self {
+        self.tree = tree;
         self
     }
 }
@@ -89,6 +98,8 @@ fn prologue<'a>(
         segs: Vec::new(),
         spans: Vec::new(),
         diags: Vec::new(),
+        tree_options: opts.tree,
+        tree: std::sync::OnceLock::new(),
     };
     if u32::try_from(buf.len()).is_err() {
         msg.diags

@@ -62,7 +62,7 @@ fn many_messages_with_mixed_terminators_and_junk() {
 fn a_second_msh_in_one_buffer_numbers_fields_like_the_first() {
     let two = b"MSH|^~\\&|A||||1||ADT^A01|1|P|2.5\rMSH|^~\\&|B||||1||ADT^A01|2|P|2.5\r";
     let m = Message::parse(two);
-    assert_eq!(m.get("MSH(2)-1").as_deref(), Some("|"));
-    assert_eq!(m.get("MSH(2)-3").as_deref(), Some("B"));
+    assert_eq!(m.get("MSH[2]-1").as_deref(), Some("|"));
+    assert_eq!(m.get("MSH[2]-3").as_deref(), Some("B"));
     assert_eq!(hl7v2::MessageBuf::from(&m).encode(), two);
 }

@@ -8,16 +8,16 @@ fn set_builds_missing_parts_and_keeps_the_rest_byte_exact() {
         b"MSH|^~\\&|A|B|C|D|1||ORU^R01|1|P|2.5\rOBX|1|FT|X||a\\.br\\b\\Zq\\~two\rOBX|2|NM|Y||3\r";
     let msg = Message::parse(src);
     let mut buf = MessageBuf::from(&msg);
-    buf.set("OBX(2)-5", "4").unwrap();
-    buf.set("OBX(2)-6-1-2", "mg&dL").unwrap();
-    buf.set("OBX(2)-8(3)", "H").unwrap();
+    buf.set("OBX[2]-5", "4").unwrap();
+    buf.set("OBX[2]-6-1-2", "mg&dL").unwrap();
+    buf.set("OBX[2]-8[3]", "H").unwrap();
     let out = buf.encode();
     // OBX(1) keeps its escape sequences (known and unknown) byte for byte.
     assert_eq!(out, b"MSH|^~\\&|A|B|C|D|1||ORU^R01|1|P|2.5\rOBX|1|FT|X||a\\.br\\b\\Zq\\~two\rOBX|2|NM|Y||4|&mg\\T\\dL||~~H\r");
     let re = Message::parse(&out);
-    assert_eq!(re.get("OBX(2)-6-1-2").as_deref(), Some("mg&dL"));
-    assert_eq!(re.get("OBX(2)-8(3)").as_deref(), Some("H"));
-    assert_eq!(re.get("OBX(1)-5(2)").as_deref(), Some("two"));
+    assert_eq!(re.get("OBX[2]-6-1-2").as_deref(), Some("mg&dL"));
+    assert_eq!(re.get("OBX[2]-8[3]").as_deref(), Some("H"));
+    assert_eq!(re.get("OBX[1]-5[2]").as_deref(), Some("two"));
 }
 
 #[test]
@@ -42,7 +42,7 @@ fn segments_are_added_and_removed() {
     let mut buf = MessageBuf::from(&Message::parse(src));
     assert_eq!(buf.remove_segments("NTE"), 2);
     buf.insert_segment(1, b"PID|1||42").unwrap();
-    buf.set("OBX(2)-1", "2").unwrap();
+    buf.set("OBX[2]-1", "2").unwrap();
     assert_eq!(
         buf.encode(),
         b"MSH|^~\\&|A|B|C|D|1||ORU^R01|1|P|2.5\rPID|1||42\rOBX|1\rOBX|2\r"
@@ -50,7 +50,7 @@ fn segments_are_added_and_removed() {
     buf.remove_segment(1).unwrap();
     assert_eq!(buf.segment_id(1), Some("OBX"));
     assert!(matches!(
-        buf.set("OBX(4)-1", "x"),
+        buf.set("OBX[4]-1", "x"),
         Err(EditError::NoSuchSegment { .. })
     ));
     assert!(matches!(
@@ -73,9 +73,9 @@ fn set_raw_replaces_at_the_named_depth() {
         b"MSH|^~\\&|A|B|C|D|1||ADT^A01|1|P|2.5\rPID|1||||DOE^JOHN~X^Y",
     ));
     buf.set_raw("PID-5", b"ROE^JANE^Q").unwrap();
-    buf.set_raw("PID-5(2)-2", b"Z&W").unwrap();
+    buf.set_raw("PID-5[2]-2", b"Z&W").unwrap();
     assert_eq!(buf.get("PID-5-3").as_deref(), Some("Q"));
-    assert_eq!(buf.get("PID-5(2)-2-2").as_deref(), Some("W"));
+    assert_eq!(buf.get("PID-5[2]-2-2").as_deref(), Some("W"));
     assert!(buf.encode().ends_with(b"PID|1||||ROE^JANE^Q~X^Z&W"));
 }
 

@@ -21,7 +21,7 @@ fn terser_paths_read_the_adt() {
     assert_eq!(get("PV1-42"), None);
     assert_eq!(get("PID-5-4").as_deref(), None);
     assert_eq!(get("PID-4").as_deref(), Some(""));
-    assert_eq!(get("PID(2)-1"), None);
+    assert_eq!(get("PID[2]-1"), None);
     assert_eq!(get("ZZZ-1"), None);
     assert_eq!(get("not a path"), None);
 }
@@ -31,18 +31,18 @@ fn segment_occurrences_and_repetitions() {
     let m = Message::parse(
         b"MSH|^~\\&|||||||ORU^R01|1|P|2.5\rOBX|1|NM|A||1\rOBX|2|NM|B||2~3\rOBX|3|ST|C||x&y^z\r",
     );
-    assert_eq!(m.get("OBX(3)-5").as_deref(), Some("x"));
-    assert_eq!(m.get("OBX(3)-5-1-2").as_deref(), Some("y"));
-    assert_eq!(m.get("OBX(3)-5-2").as_deref(), Some("z"));
-    assert_eq!(m.get("OBX(2)-5(2)").as_deref(), Some("3"));
-    assert_eq!(m.get("OBX(2)-5(3)"), None);
-    assert_eq!(m.raw("OBX(3)-5"), Some(&b"x&y^z"[..]));
-    assert_eq!(m.raw("OBX(3)-5-1"), Some(&b"x&y"[..]));
+    assert_eq!(m.get("OBX[3]-5").as_deref(), Some("x"));
+    assert_eq!(m.get("OBX[3]-5-1-2").as_deref(), Some("y"));
+    assert_eq!(m.get("OBX[3]-5-2").as_deref(), Some("z"));
+    assert_eq!(m.get("OBX[2]-5[2]").as_deref(), Some("3"));
+    assert_eq!(m.get("OBX[2]-5[3]"), None);
+    assert_eq!(m.raw("OBX[3]-5"), Some(&b"x&y^z"[..]));
+    assert_eq!(m.raw("OBX[3]-5-1"), Some(&b"x&y"[..]));
 }
 
 #[test]
 fn path_syntax() {
-    let p = Path::parse("PID-3(2)-1").unwrap();
+    let p = Path::parse("PID-3[2]-1").unwrap();
     assert_eq!(
         (
             p.segment_id(),
@@ -53,8 +53,10 @@ fn path_syntax() {
         ),
         ("PID", 1, 3, 2, Some(1))
     );
-    assert_eq!(p.to_string(), "PID-3(2)-1");
+    assert_eq!(p.to_string(), "PID-3(1)-1"); // written in HAPI's 0-based form
+    assert_eq!(Path::parse("PID-3(1)-1").unwrap(), p);
     assert_eq!(Path::parse("/obx(3).5").unwrap().to_string(), "OBX(3)-5");
+    assert_eq!(Path::parse("OBX[4]-5").unwrap().to_string(), "OBX(3)-5");
     for bad in [
         "",
         "PI-1",
@@ -62,7 +64,7 @@ fn path_syntax() {
         "PID-0",
         "PID-1-2-3-4",
         "PID-x",
-        "PID(0)-1",
+        "PID[0]-1",
         "PID(2-1",
         "PID-1()",
     ] {
