@@ -1,6 +1,7 @@
 //! The engine's configuration, read from TOML (`thoth serve --config FILE`).
 
 use crate::error::EngineError;
+use crate::validation::ValidationConfig;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -34,6 +35,15 @@ use std::time::Duration;
 /// key = "server.key"
 /// client_ca = "clients-ca.pem"
 ///
+/// [validation]
+/// mode = "off"                    # or "warn", "reject" (answered AE/CE with ERR segments; still stored)
+/// strict = false
+/// [[validation.rule]]             # optional, repeatable: one rule's severity
+/// rule = "table-value"
+/// severity = "ignore"             # or "warning", "error"
+/// message_type = "ADT^A01"        # optional: MSH-9-1 or MSH-9-1^MSH-9-2
+/// sender = "LAB"                  # optional: MSH-3-1 or "APP@FACILITY"
+///
 /// [[route]]
 /// name = "lab"
 /// types = ["ORU"]                 # MSH-9-1; empty: any
@@ -55,6 +65,8 @@ pub struct EngineConfig {
     pub delivery: DeliveryConfig,
     /// The MLLP listener.
     pub mllp: MllpConfig,
+    /// Validation of received messages against their HL7 v2 definitions.
+    pub validation: ValidationConfig,
     /// Where messages go.
     #[serde(rename = "route")]
     pub routes: Vec<RouteConfig>,
@@ -296,6 +308,7 @@ impl EngineConfig {
                 )));
             }
         }
+        config.validation.check().map_err(bad)?;
         if config.delivery.max_attempts == 0 {
             return Err(bad("delivery.max_attempts must be at least 1".into()));
         }

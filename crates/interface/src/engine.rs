@@ -7,8 +7,9 @@ use crate::error::EngineError;
 use crate::record::{MessageId, Page, Query, Stats, StoredMessage};
 use crate::route::{Header, Route};
 use crate::store::{Inserted, MetaRecord, NewMessage, Store, now_ms};
+use crate::validation::ValidationMode;
 use bytes::Bytes;
-use hl7v2::{AckCode, AckError, AckMode, ErrorCode, ErrorLocation, Message};
+use hl7v2::{AckCode, AckError, AckMode, ErrorCode, ErrorLocation, IssueSeverity, Message, Report};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -114,8 +115,15 @@ impl Engine {
         &self.inner.config
     }
 
-    /// Receives one message: parses it leniently, stores the exact bytes, queues it on the matching routes and
-    /// builds the acknowledgement, when the configured timing allows.
+    /// Validates a message under the profile `[validation]` gives its message type and sender (whatever the
+    /// mode: the mode only decides what receiving does with the report).
+    pub fn validate(&self, msg: &Message<'_>) -> Report {
+        let profile = self.inner.config.validation.profile(&Header::read(msg));
+        hl7v2::validate(msg, &profile)
+    }
+
+    /// Receives one message: parses it leniently, validates it when `[validation]` asks for it, stores the exact
+    /// bytes, queues it on the matching routes and builds the acknowledgement, when the configured timing allows.
     pub async fn receive(&self, raw: Bytes, peer: &str) -> Receipt {
         let inner = &self.inner;
         inner.counters.received.fetch_add(1, Ordering::Relaxed);
@@ -129,7 +137,18 @@ impl Engine {
         let has_header = msg.segment(0).is_some_and(|s| s.id_bytes() == b"MSH");
         let rejected = parse_errors > 0 || !has_header;
         let enhanced = msg.ack_mode() == AckMode::Enhanced;
-        let routes: Vec<String> = if rejected {
+        let mode = inner.config.validation.mode;
+        // Validated only when it parsed: an unparseable message is rejected whatever its content.
+        let report = (mode != ValidationMode::Off && !rejected).then(|| {
+            let report = hl7v2::validate(&msg, &inner.config.validation.profile(&header));
+            log_issues(&header, &report);
+            report
+        });
+        let invalid =
+            mode == ValidationMode::Reject && report.as_ref().is_some_and(|r| !r.is_valid());
+        // Refused messages are stored like any other (nothing received is lost) but neither routed nor deduplicated.
+        let refused = rejected || invalid;
+        let routes: Vec<String> = if refused {
             Vec::new()
         } else {
             inner
@@ -139,15 +158,23 @@ impl Engine {
                 .map(|r| r.name.clone())
                 .collect()
         };
-        let note = rejected.then(|| {
-            if has_header {
+        let note = if rejected {
+            Some(if has_header {
                 format!("{parse_errors} parse error(s)")
             } else {
                 "no MSH segment".to_string()
-            }
-        });
+            })
+        } else {
+            report.as_ref().filter(|r| !r.issues.is_empty()).map(|r| {
+                format!(
+                    "validation: {} error(s), {} warning(s)",
+                    r.count(IssueSeverity::Error),
+                    r.count(IssueSeverity::Warning)
+                )
+            })
+        };
         let dup = &inner.config.duplicates;
-        let dedup_key = (!rejected && dup.window_secs > 0 && !header.control_id.is_empty())
+        let dedup_key = (!refused && dup.window_secs > 0 && !header.control_id.is_empty())
             .then(|| format!("{}\x1f{}", header.sender, header.control_id));
         let new = NewMessage {
             raw: raw.clone(),
@@ -158,7 +185,7 @@ impl Engine {
                 message_type: header.message_type.clone(),
                 trigger: header.trigger.clone(),
                 control_id: header.control_id.clone(),
-                status: if rejected { "rejected" } else { "stored" }.into(),
+                status: if refused { "rejected" } else { "stored" }.into(),
                 duplicate_of: None,
                 parse_errors: parse_errors as u32,
                 size: raw.len() as u64,
@@ -169,7 +196,7 @@ impl Engine {
             routes,
             route_duplicates: dup.action == DuplicateAction::Keep,
         };
-        if rejected {
+        if refused {
             inner.counters.rejected.fetch_add(1, Ordering::Relaxed);
         }
         let submitted = Instant::now();
@@ -177,8 +204,11 @@ impl Engine {
             Ok(rx) => rx,
             Err(e) => return self.failed(&msg, enhanced, &e),
         };
-        let reject = |code_o, code_e| {
-            let code = if enhanced { code_e } else { code_o };
+        let refuse = || {
+            if let (false, Some(report)) = (rejected, &report) {
+                return invalid_ack(&msg, enhanced, report);
+            }
+            let code = if enhanced { AckCode::CR } else { AckCode::AR };
             let ack = msg.ack(code).errors_from_diagnostics();
             let ack = if has_header {
                 ack
@@ -202,8 +232,8 @@ impl Engine {
                     this.queued(&inserted);
                 }
             });
-            let ack = if rejected {
-                reject(AckCode::AR, AckCode::CR)
+            let ack = if refused {
+                refuse()
             } else {
                 Counters::add(&inner.counters.acked, 1);
                 accept(&msg, enhanced)
@@ -229,8 +259,8 @@ impl Engine {
             Vec::new()
         };
         self.queued(&inserted);
-        let ack = if rejected {
-            reject(AckCode::AR, AckCode::CR)
+        let ack = if refused {
+            refuse()
         } else if waits.is_empty() {
             Counters::add(&inner.counters.acked, 1);
             accept(&msg, enhanced)
@@ -449,6 +479,86 @@ impl mllp::Handler for Engine {
 fn accept(msg: &Message<'_>, enhanced: bool) -> Vec<u8> {
     msg.ack(if enhanced { AckCode::CA } else { AckCode::AA })
         .build()
+}
+
+/// Most ERR segments in the acknowledgement of an invalid message: a message with an error in each of thousands
+/// of segments must not get an acknowledgement bigger than itself. MSA-3 gives the full count.
+pub(crate) const MAX_ACK_ERRORS: usize = 50;
+
+/// AE/CE for a message that does not validate: one ERR per error-severity issue (ERR-2 location, ERR-3 code).
+/// Application error rather than reject: the message was read and stored; AR/CR stays for what could not be read.
+fn invalid_ack(msg: &Message<'_>, enhanced: bool, report: &Report) -> Vec<u8> {
+    let code = if enhanced { AckCode::CE } else { AckCode::AE };
+    let errors = report.count(IssueSeverity::Error);
+    let shown = if errors > MAX_ACK_ERRORS {
+        format!("; the first {MAX_ACK_ERRORS} are listed")
+    } else {
+        String::new()
+    };
+    let mut ack = msg.ack(code).text(format!(
+        "the message does not validate against HL7 v{} {}: {errors} error(s){shown}",
+        report.version,
+        report.structure.as_deref().unwrap_or("(unknown structure)"),
+    ));
+    for issue in report
+        .issues
+        .iter()
+        .filter(|i| i.severity == IssueSeverity::Error)
+        .take(MAX_ACK_ERRORS)
+    {
+        ack = ack.error(issue.to_ack_error());
+    }
+    ack.build()
+}
+
+/// One log line per message with issues; each issue at debug level.
+fn log_issues(header: &Header, report: &Report) {
+    let (errors, warnings) = (
+        report.count(IssueSeverity::Error),
+        report.count(IssueSeverity::Warning),
+    );
+    if errors + warnings == 0 {
+        return;
+    }
+    let first = report
+        .issues
+        .iter()
+        .find(|i| i.severity == IssueSeverity::Error)
+        .or(report.issues.first())
+        .map(|i| format!("{} {}: {}", i.severity.as_str(), i.path, i.message))
+        .unwrap_or_default();
+    let structure = report.structure.as_deref().unwrap_or("");
+    if errors > 0 {
+        tracing::warn!(
+            control_id = header.control_id,
+            sender = header.sender,
+            structure,
+            errors,
+            warnings,
+            first,
+            "message does not validate"
+        );
+    } else {
+        tracing::info!(
+            control_id = header.control_id,
+            sender = header.sender,
+            structure,
+            warnings,
+            first,
+            "message validates with warnings"
+        );
+    }
+    for i in &report.issues {
+        tracing::debug!(
+            control_id = header.control_id,
+            severity = i.severity.as_str(),
+            code = i.code().code(),
+            rule = i.rule.name(),
+            path = i.path,
+            "{}",
+            i.message
+        );
+    }
 }
 
 fn error_ack(msg: &Message<'_>, enhanced: bool, text: &str) -> Vec<u8> {

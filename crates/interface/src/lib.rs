@@ -36,6 +36,7 @@ mod log;
 mod record;
 mod route;
 mod store;
+mod validation;
 
 pub use config::{
     AckConfig, AckTiming, DeliveryConfig, DuplicateAction, DuplicateConfig, EngineConfig,
@@ -48,3 +49,4 @@ pub use record::{
     Attempt, Delivery, DeliveryStatus, Histogram, MessageId, MessageSummary, Page, Query, Stats,
     Status, StoredMessage,
 };
+pub use validation::{RuleOverride, RuleSeverity, ValidationConfig, ValidationMode};

@@ -34,7 +34,8 @@ pub enum Status {
     Dead,
     /// A duplicate (same sender and MSH-10 within the window), stored and counted but not routed.
     Duplicate,
-    /// Rejected (unparseable or oversized): stored and answered AR/CR.
+    /// Rejected: stored, not routed, and answered AR/CR (unparseable or oversized) or AE/CE (invalid under
+    /// `[validation] mode = "reject"`).
     Rejected,
 }
 

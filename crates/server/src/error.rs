@@ -47,6 +47,9 @@ pub enum ApiError {
     /// The answer would exceed a configured limit (422).
     #[error("{0}")]
     TooCostly(String),
+    /// The request body is larger than the route accepts (413).
+    #[error("{0}")]
+    PayloadTooLarge(String),
     /// Our fault (500); logged with its detail.
     #[error("{0}")]
     Internal(String),
@@ -63,6 +66,7 @@ impl ApiError {
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, IssueType::NotFound),
             ApiError::NotSupported(_) => (StatusCode::BAD_REQUEST, IssueType::NotSupported),
             ApiError::TooCostly(_) => (StatusCode::UNPROCESSABLE_ENTITY, IssueType::TooCostly),
+            ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, IssueType::TooCostly),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, IssueType::Exception),
             ApiError::Terminology(e) => match e.kind {
                 terminology::ErrorKind::NotFound => (StatusCode::NOT_FOUND, IssueType::NotFound),

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 const FHIR_JSON: &str = "application/fhir+json";
 const FHIR_XML: &str = "application/fhir+xml";
 /// Largest request body converted from XML (a POSTed Parameters with `tx-resource`s can be several MB).
-const MAX_REQUEST_BYTES: usize = 64 << 20;
+pub(crate) const MAX_REQUEST_BYTES: usize = 64 << 20;
 /// Largest answer converted to XML; expansions are bounded by the service's expansion limit well below this.
 const MAX_RESPONSE_BYTES: usize = 512 << 20;
 

@@ -19,6 +19,7 @@ mod error;
 mod fast_lane;
 mod fhir_format;
 mod fhir_meta;
+mod hl7_api;
 mod messages_api;
 mod metrics;
 mod snomed_api;
@@ -28,6 +29,7 @@ mod threads;
 
 pub use error::{ApiError, IssueType};
 pub use fast_lane::App;
+pub use hl7_api::{validation_json, validation_parse_options};
 pub use metrics::Metrics;
 use state::Shared;
 pub use state::{AppState, ServerInfo};
@@ -62,6 +64,7 @@ fn routes(state: Shared) -> Router {
         )
         .nest("/v1/snomed", snomed_api::routes())
         .nest("/messages", messages_api::routes())
+        .nest("/hl7", hl7_api::routes())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -3,7 +3,8 @@
 //! - `GET /messages?type=&trigger=&sender=&control_id=&status=&since=&until=&offset=&limit=`: newest first, with
 //!   the `total` over all pages. `since`/`until` take milliseconds since the epoch or an ISO date
 //!   (`2024-03-15`, `2024-03-15T14:30:00Z`).
-//! - `GET /messages/{id}`: header facts, the raw message (text), its JSON view and the delivery history.
+//! - `GET /messages/{id}`: header facts, the raw message (text), its JSON view, the delivery history and its
+//!   `validation` (computed on read, under the engine's `[validation]` profile for its type and sender).
 //! - `GET /messages/{id}/raw`: the exact bytes received.
 //! - `POST /messages/{id}/replay`: queue it again on every route that matches it.
 
@@ -123,9 +124,24 @@ async fn list(
 async fn show(State(state): State<Shared>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let engine = engine(&state)?;
     let id = message_id(&id)?;
-    let stored = blocking(move || engine.get(id))
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no message with id {id}")))?;
+    let (stored, validation) = blocking(move || {
+        let Some(stored) = engine.get(id)? else {
+            return Ok(None);
+        };
+        // Computed on read rather than stored: the store's format stays as it is, and the answer follows the
+        // profile the engine runs with now (the receive-time count is in `note`).
+        let msg = hl7v2::Message::parse(&stored.raw);
+        let mut validation = crate::hl7_api::validation_json(&msg, &engine.validate(&msg));
+        if let Some(v) = validation.as_object_mut() {
+            v.insert(
+                "mode".into(),
+                engine.config().validation.mode.as_str().into(),
+            );
+        }
+        Ok(Some((stored, validation)))
+    })
+    .await?
+    .ok_or_else(|| ApiError::NotFound(format!("no message with id {id}")))?;
     let mut out = summary_json(&stored.summary);
     let parsed = hl7v2::Message::parse(&stored.raw);
     let exact_text = std::str::from_utf8(&stored.raw).is_ok();
@@ -151,6 +167,7 @@ async fn show(State(state): State<Shared>, Path(id): Path<String>) -> Result<Res
     obj.insert("raw_exact".into(), exact_text.into());
     obj.insert("message".into(), hl7v2::to_json(&parsed));
     obj.insert("deliveries".into(), deliveries.into());
+    obj.insert("validation".into(), validation);
     Ok(axum::Json(out).into_response())
 }
 
@@ -266,7 +283,7 @@ pub(crate) fn engine_metrics(engine: &Engine, out: &mut String) {
         ),
         (
             "rejected",
-            "Messages rejected (unparseable or oversized), stored and answered AR/CR.",
+            "Messages rejected, stored and not routed: unparseable or oversized (AR/CR), or invalid under [validation] mode = \"reject\" (AE/CE).",
             s.rejected,
         ),
         (

@@ -29,7 +29,8 @@ enum Command {
     /// Import content into the data directory (SNOMED CT, FHIR packages, LOINC, ICD-10-CM).
     #[command(subcommand)]
     Import(cmd::import::Command),
-    /// Work with HL7 v2 message files: JSON view, paths, re-encoding, ACKs, checks.
+    /// Work with HL7 v2 message files: JSON view, paths, re-encoding, ACKs, checks, validation; describe
+    /// message structures, segments and data types.
     Hl7(cmd::hl7::Args),
     /// Send HL7 v2 messages over MLLP and measure a listener.
     Mllp(cmd::mllp::Args),

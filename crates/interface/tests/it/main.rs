@@ -8,6 +8,7 @@ mod group_commit;
 mod recovery;
 mod restart;
 mod routes;
+mod validation;
 
 use bytes::Bytes;
 use interface::{Engine, EngineConfig, MessageId, Status};

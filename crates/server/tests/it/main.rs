@@ -5,6 +5,7 @@ use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
+mod hl7_api;
 mod snomed_api;
 mod terminology;
 

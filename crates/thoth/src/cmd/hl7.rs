@@ -1,13 +1,17 @@
-//! `thoth hl7`: JSON view, path reads, re-encoding, ACKs and checks over files of HL7 v2 messages.
+//! `thoth hl7`: JSON view, path reads, re-encoding, ACKs, checks and validation over files of HL7 v2 messages,
+//! and the version definitions (`describe`).
 //!
-//! Every subcommand takes a FILE (`-` for stdin) holding one message, many messages or a batch file, and walks it
-//! with `hl7v2::split`, one chunk at a time.
+//! Every subcommand but `describe` takes a FILE (`-` for stdin) holding one message, many messages or a batch
+//! file, and walks it with `hl7v2::split`, one chunk at a time.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use hl7v2::{AckCode, AckMode, ChunkKind, Message, MessageBuf, Severity};
+use hl7v2::{
+    AckCode, AckMode, ChunkKind, IssueSeverity, Message, MessageBuf, Profile, Rule, Severity,
+    Version,
+};
 
 use crate::data_dir::GlobalArgs;
 
@@ -28,12 +32,18 @@ enum Command {
         #[arg(long)]
         compact: bool,
     },
-    /// Print the value at a Terser-style path (`PID-5-1`, `OBX(3)-5`), one line per message.
+    /// Print the values at Terser-style paths: for each message, one line per path, in the order given.
+    ///
+    /// Flat paths name a segment by its occurrence (`PID-5-1`; `OBX(2)-5` is the third OBX: parentheses are
+    /// 0-based as in HAPI, `OBX[3]-5` is the same in 1-based brackets; `PID-3(1)-1` is the second repetition of
+    /// PID-3). Group paths follow the message structure: `/PATIENT_RESULT/ORDER_OBSERVATION(1)/OBX(2)-5`, or
+    /// `/.OBX-5` for the first OBX wherever it stands. A missing value prints an empty line.
     Get {
         /// File of messages, `-` for stdin.
         file: PathBuf,
-        /// The path, e.g. `PID-3(2)-1`.
-        path: String,
+        /// One or more paths, e.g. `MSH-10 PID-3[2]-1 /PATIENT_RESULT/PATIENT/PID-5`.
+        #[arg(required = true, num_args = 1..)]
+        paths: Vec<String>,
         /// Print the raw (escaped) bytes at the path's depth instead of decoded text (`PID-5` → `DOE^JOHN`).
         #[arg(long)]
         raw: bool,
@@ -66,6 +76,43 @@ enum Command {
         /// File of messages, `-` for stdin.
         file: PathBuf,
     },
+    /// Validate each message against its version's definitions (structure, required fields, repetitions, data
+    /// types, tables, lengths); exit code 1 if any message has an error.
+    // `--version` is the HL7 version here, not the program's (which `thoth --version` prints).
+    #[command(disable_version_flag = true)]
+    Validate {
+        /// File of messages, `-` for stdin.
+        file: PathBuf,
+        /// Validate against this version whatever MSH-12 says (default: MSH-12, else 2.5.1).
+        #[arg(long)]
+        version: Option<String>,
+        /// Strict profile: Z-segments, user-table values, lengths and extra fields are errors, not warnings.
+        #[arg(long)]
+        strict: bool,
+        /// Set a rule's severity, e.g. `--rule table-value=ignore` (`error`, `warning`, `ignore`; repeatable).
+        #[arg(long = "rule", value_name = "RULE=SEVERITY")]
+        rules: Vec<String>,
+        /// `text`: a summary line per message and a line per issue; `json`: one JSON object per message per line.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Print a message structure (`ADT^A04`, `ADT_A01`), a segment (`PID`), a field (`PID-11`) or a data type
+    /// (`XAD`) as a version defines it.
+    #[command(disable_version_flag = true)]
+    Describe {
+        /// `TYPE^EVENT`, a structure id, a segment id, `SEG-N` (a field), `SEG-N-M` (a component) or a data type.
+        what: String,
+        /// The HL7 v2 version.
+        #[arg(long, default_value = "2.5.1")]
+        version: String,
+    },
+}
+
+/// Output format of `thoth hl7 validate`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
 }
 
 pub fn run(_global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
@@ -84,15 +131,20 @@ pub fn run(_global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Get { file, path, raw } => {
-            let path = hl7v2::Path::parse(&path)?;
+        Command::Get { file, paths, raw } => {
+            let paths = paths
+                .iter()
+                .map(|p| hl7v2::Path::parse(p).with_context(|| format!("path {p:?}")))
+                .collect::<anyhow::Result<Vec<_>>>()?;
             let input = read_input(&file)?;
             for msg in hl7v2::messages(&input) {
-                if raw {
-                    out.write_all(msg.raw(&path).unwrap_or_default())?;
-                    out.write_all(b"\n")?;
-                } else {
-                    writeln!(out, "{}", msg.get(&path).unwrap_or_default())?;
+                for path in &paths {
+                    if raw {
+                        out.write_all(msg.raw(path).unwrap_or_default())?;
+                        out.write_all(b"\n")?;
+                    } else {
+                        writeln!(out, "{}", msg.get(path).unwrap_or_default())?;
+                    }
                 }
             }
         }
@@ -171,6 +223,42 @@ pub fn run(_global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         }
+        Command::Validate {
+            file,
+            version,
+            strict,
+            rules,
+            format,
+        } => {
+            let version = version.as_deref().map(parse_version).transpose()?;
+            let mut profile = if strict {
+                Profile::strict()
+            } else {
+                Profile::lenient()
+            };
+            for r in &rules {
+                let (rule, severity) = parse_rule(r)?;
+                profile = profile.with(rule, severity);
+            }
+            let input = read_input(&file)?;
+            let name = file.display().to_string();
+            let summary = validate(&input, version, &profile, format, &mut out)?;
+            out.flush()?;
+            if summary.messages == 0 {
+                bail!("{name}: no HL7 v2 message (no segment starts with MSH)");
+            }
+            eprintln!(
+                "{name}: {} message(s), {} invalid, {} error(s), {} warning(s)",
+                summary.messages, summary.invalid, summary.errors, summary.warnings
+            );
+            if summary.invalid > 0 {
+                std::process::exit(1);
+            }
+        }
+        Command::Describe { what, version } => {
+            let version = parse_version(&version)?;
+            describe(version.definitions(), what.trim(), &mut out)?;
+        }
     }
     out.flush()?;
     Ok(())
@@ -221,6 +309,317 @@ fn check(input: &[u8], name: &str, out: &mut impl Write) -> anyhow::Result<(usiz
         }
     }
     Ok((messages, errors, warnings))
+}
+
+fn parse_version(text: &str) -> anyhow::Result<Version> {
+    Version::parse(text).with_context(|| {
+        let all: Vec<_> = Version::ALL.iter().map(|v| v.as_str()).collect();
+        format!("unknown HL7 v2 version {text:?}; one of {}", all.join(", "))
+    })
+}
+
+/// `table-value=ignore` → the rule and its severity (`None`: ignored).
+fn parse_rule(text: &str) -> anyhow::Result<(Rule, Option<IssueSeverity>)> {
+    let (name, severity) = text
+        .split_once('=')
+        .with_context(|| format!("--rule {text:?}: expected RULE=SEVERITY"))?;
+    let rule = Rule::from_name(name.trim()).with_context(|| {
+        let all: Vec<_> = Rule::ALL.iter().map(|r| r.name()).collect();
+        format!("--rule {text:?}: unknown rule; one of {}", all.join(", "))
+    })?;
+    let severity = match severity.trim() {
+        "error" => Some(IssueSeverity::Error),
+        "warning" => Some(IssueSeverity::Warning),
+        "ignore" => None,
+        other => bail!("--rule {text:?}: severity {other:?} is not error, warning or ignore"),
+    };
+    Ok((rule, severity))
+}
+
+#[derive(Default)]
+struct Summary {
+    messages: usize,
+    invalid: usize,
+    errors: usize,
+    warnings: usize,
+}
+
+/// Validates each message of `input`, printing its report (the JSON shape is the server's, so the CLI and
+/// `POST /hl7/validate` agree; the text format is rendered from it).
+fn validate(
+    input: &[u8],
+    version: Option<Version>,
+    profile: &Profile,
+    format: Format,
+    out: &mut impl Write,
+) -> anyhow::Result<Summary> {
+    let options = server::validation_parse_options(version);
+    let mut s = Summary::default();
+    for chunk in hl7v2::split(input) {
+        if chunk.kind != ChunkKind::Message {
+            continue;
+        }
+        s.messages += 1;
+        let msg = chunk.parse_with(&options);
+        let json = server::validation_json(&msg, &hl7v2::validate(&msg, profile));
+        let issues = json["issues"].as_array().map_or(&[][..], Vec::as_slice);
+        let count = |sev: &str| issues.iter().filter(|i| i["severity"] == sev).count();
+        let (errors, warnings) = (count("error"), count("warning"));
+        let valid = json["valid"] == true;
+        s.errors += errors;
+        s.warnings += warnings;
+        s.invalid += usize::from(!valid);
+        if format == Format::Json {
+            writeln!(out, "{json}")?;
+            continue;
+        }
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+        writeln!(
+            out,
+            "message {} (byte {}, MSH-10 {:?}): {} v{}: {}, {errors} error(s), {warnings} warning(s)",
+            s.messages,
+            chunk.offset,
+            text(&json["control_id"]),
+            json["structure"].as_str().unwrap_or("unknown structure"),
+            text(&json["version"]),
+            if valid { "valid" } else { "INVALID" },
+        )?;
+        for i in issues {
+            writeln!(
+                out,
+                "  {} {} {} [{}]: {}",
+                text(&i["severity"]),
+                text(&i["code"]),
+                text(&i["path"]),
+                text(&i["rule"]),
+                text(&i["message"]),
+            )?;
+        }
+    }
+    Ok(s)
+}
+
+/// `[1..1]`, `[0..*]`.
+fn cardinality(min: u32, max: Option<u32>) -> String {
+    match max {
+        Some(max) => format!("[{min}..{max}]"),
+        None => format!("[{min}..*]"),
+    }
+}
+
+fn describe(defs: &hl7v2::Definitions, what: &str, out: &mut impl Write) -> anyhow::Result<()> {
+    let version = defs.version();
+    if let Some((ty, event)) = what.split_once('^') {
+        let s = defs
+            .structure_of_event(ty.trim(), event.trim())
+            .with_context(|| format!("HL7 v{version} has no message structure for {what}"))?;
+        writeln!(out, "{what}: message structure {} (HL7 v{version})", s.id)?;
+        return describe_structure(defs, &s.children, 0, out);
+    }
+    // `PID-11`, `PID-11-1`: a field or a component.
+    let mut parts = what.split('-');
+    let seg_id = parts.next().unwrap_or_default();
+    let numbers = parts
+        .map(|p| p.trim().parse::<usize>().ok().filter(|n| *n > 0))
+        .collect::<Option<Vec<_>>>()
+        .with_context(|| format!("{what:?}: expected SEG-FIELD[-COMPONENT], numbers from 1"))?;
+    if let Some((&field, rest)) = numbers.split_first() {
+        let seg = defs
+            .segment(seg_id)
+            .with_context(|| format!("HL7 v{version} defines no segment {seg_id}"))?;
+        let f = seg.fields.get(field - 1).with_context(|| {
+            format!("{seg_id} has {} fields in HL7 v{version}", seg.fields.len())
+        })?;
+        let mut line = format!(
+            "{seg_id}-{field} {}: {} {}",
+            f.name,
+            f.data_type,
+            cardinality(f.min, f.max)
+        );
+        push_facts(defs, &mut line, f.length, f.table);
+        let mut data_type = &*f.data_type;
+        for (depth, &n) in rest.iter().enumerate() {
+            let dt = defs
+                .data_type(data_type)
+                .filter(|d| !d.components.is_empty())
+                .with_context(|| {
+                    format!(
+                        "{line}
+{data_type} has no components"
+                    )
+                })?;
+            let c = dt.components.get(n - 1).with_context(|| {
+                format!(
+                    "{line}
+{data_type} has {} components",
+                    dt.components.len()
+                )
+            })?;
+            let path: Vec<String> = std::iter::once(field)
+                .chain(rest[..=depth].iter().copied())
+                .map(|n| n.to_string())
+                .collect();
+            line = format!("{seg_id}-{} {}: {}", path.join("-"), c.name, c.data_type);
+            push_facts(defs, &mut line, c.length, c.table);
+            data_type = &c.data_type;
+        }
+        writeln!(out, "{line} (HL7 v{version})")?;
+        return describe_components(defs, data_type, out);
+    }
+    if let Some(seg) = defs.segment(what) {
+        writeln!(out, "{} {} (HL7 v{version})", seg.id, seg.name)?;
+        let tw = seg
+            .fields
+            .iter()
+            .map(|f| f.data_type.len())
+            .max()
+            .unwrap_or(0)
+            .max(4);
+        let width = seg
+            .fields
+            .iter()
+            .map(|f| f.name.chars().count())
+            .max()
+            .unwrap_or(0);
+        writeln!(
+            out,
+            "{:>4}  {:width$}  {:tw$}  {:8}  {:>6}  table",
+            "#", "name", "type", "card.", "length"
+        )?;
+        for (i, f) in seg.fields.iter().enumerate() {
+            writeln!(
+                out,
+                "{:>4}  {:width$}  {:tw$}  {:8}  {:>6}  {}",
+                i + 1,
+                f.name,
+                f.data_type,
+                cardinality(f.min, f.max),
+                f.length.map(|l| l.to_string()).unwrap_or_default(),
+                table_name(defs, f.table),
+            )?;
+        }
+        return Ok(());
+    }
+    if defs.data_type(what).is_some() {
+        writeln!(out, "data type {what} (HL7 v{version})")?;
+        return describe_components(defs, what, out);
+    }
+    if let Some(s) = defs.structure(what) {
+        writeln!(out, "message structure {} (HL7 v{version})", s.id)?;
+        return describe_structure(defs, &s.children, 0, out);
+    }
+    bail!(
+        "HL7 v{version} defines no {what:?}: expected TYPE^EVENT (ADT^A04), a structure (ADT_A01), a segment \
+         (PID), a field (PID-11) or a data type (XAD)"
+    )
+}
+
+/// `, length 250, table 0001 Administrative Sex`.
+fn push_facts(
+    defs: &hl7v2::Definitions,
+    line: &mut String,
+    length: Option<u32>,
+    table: Option<u16>,
+) {
+    if let Some(l) = length {
+        line.push_str(&format!(", length {l}"));
+    }
+    if table.is_some() {
+        line.push_str(&format!(", table {}", table_name(defs, table)));
+    }
+}
+
+fn table_name(defs: &hl7v2::Definitions, table: Option<u16>) -> String {
+    match table {
+        None => String::new(),
+        Some(t) => match defs.table(t) {
+            Some(tab) => format!("{t:04} {}", tab.name),
+            None => format!("{t:04}"),
+        },
+    }
+}
+
+fn describe_components(
+    defs: &hl7v2::Definitions,
+    data_type: &str,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let Some(dt) = defs
+        .data_type(data_type)
+        .filter(|d| !d.components.is_empty())
+    else {
+        return Ok(());
+    };
+    let tw = dt
+        .components
+        .iter()
+        .map(|c| c.data_type.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let width = dt
+        .components
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    writeln!(
+        out,
+        "{:>4}  {:width$}  {:tw$}  {:>6}  table",
+        "#", "component", "type", "length"
+    )?;
+    for (i, c) in dt.components.iter().enumerate() {
+        writeln!(
+            out,
+            "{:>4}  {:width$}  {:tw$}  {:>6}  {}",
+            i + 1,
+            c.name,
+            c.data_type,
+            c.length.map(|l| l.to_string()).unwrap_or_default(),
+            table_name(defs, c.table),
+        )?;
+    }
+    Ok(())
+}
+
+fn describe_structure(
+    defs: &hl7v2::Definitions,
+    nodes: &[hl7v2::StructureNode],
+    depth: usize,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    for node in nodes {
+        let indent = "  ".repeat(depth);
+        let card = cardinality(node.min, node.max);
+        match &node.kind {
+            hl7v2::NodeKind::Segment { id, name } => {
+                let label = defs
+                    .segment(id)
+                    .map(|s| &*s.name)
+                    .unwrap_or("(not defined)");
+                let shown = if name != id {
+                    format!("{name} ({id})")
+                } else {
+                    name.to_string()
+                };
+                writeln!(out, "{:<34} {card:<8} {label}", format!("{indent}{shown}"))?;
+            }
+            hl7v2::NodeKind::Group {
+                name,
+                choice,
+                children,
+            } => {
+                let what = if *choice {
+                    "choice: exactly one of"
+                } else {
+                    "group"
+                };
+                writeln!(out, "{:<34} {card:<8} {what}", format!("{indent}{name}"))?;
+                describe_structure(defs, children, depth + 1, out)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn read_input(file: &Path) -> anyhow::Result<Vec<u8>> {

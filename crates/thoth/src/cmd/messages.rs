@@ -157,6 +157,29 @@ pub fn run(_global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
             if let Some(note) = m["note"].as_str() {
                 println!("note: {note}");
             }
+            let v = &m["validation"];
+            if v.is_object() {
+                println!(
+                    "validation ({} v{}, mode {}): {}",
+                    v["structure"].as_str().unwrap_or("unknown structure"),
+                    s(&v["version"]),
+                    s(&v["mode"]),
+                    if v["valid"] == true {
+                        "valid"
+                    } else {
+                        "INVALID"
+                    }
+                );
+                for i in v["issues"].as_array().into_iter().flatten() {
+                    println!(
+                        "  {} {} {}: {}",
+                        s(&i["severity"]),
+                        s(&i["code"]),
+                        s(&i["path"]),
+                        s(&i["message"])
+                    );
+                }
+            }
             for d in m["deliveries"].as_array().into_iter().flatten() {
                 println!(
                     "route {}: {} after {} attempt(s)",

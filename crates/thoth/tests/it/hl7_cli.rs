@@ -1,4 +1,5 @@
-//! `thoth hl7 json|get|fmt|ack|check` as a user runs them: the real binary on the shared corpus, files and stdin.
+//! `thoth hl7 json|get|fmt|ack|check|validate|describe` as a user runs them: the real binary on the shared corpus,
+//! files and stdin.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -142,4 +143,260 @@ fn check_exits_nonzero_on_bad_input_and_zero_on_a_clean_file() {
     let out = thoth(&["check", "/nonexistent/file.hl7"], None);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such file"));
+}
+
+/// A small ADT^A01 that validates under 2.5.1, with `pid` as its PID segment.
+fn adt(control_id: &str, pid: &str) -> Vec<u8> {
+    format!(
+        "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240101120000||ADT^A01^ADT_A01|{control_id}|P|2.5.1\r\
+         EVN|A01|20240101120000\r{pid}\rPV1|1|I\r"
+    )
+    .into_bytes()
+}
+
+const GOOD_PID: &str = "PID|1||12345^^^HOSP^MR~777^^^OTHER^PI||DOE^JOHN||19800101|M";
+/// PID-5 (patient name) is required.
+const NAMELESS_PID: &str = "PID|1||12345^^^HOSP^MR||||19800101|M";
+
+#[test]
+fn get_prints_one_line_per_path_per_message_in_the_order_given() {
+    // A real sample with LF line ends (as the corpus has them), then a small message: two messages, one stream.
+    let oru = std::fs::read(hl7_data().join("fhir-converter/ORU-R01-01.hl7")).unwrap();
+    let mut stream = oru.clone();
+    if !stream.ends_with(b"\n") && !stream.ends_with(b"\r") {
+        stream.push(b'\n');
+    }
+    stream.extend_from_slice(&adt("G2", GOOD_PID));
+    let out = thoth(
+        &[
+            "get",
+            "-",
+            "PID-5-1",
+            "/PATIENT_RESULT/PATIENT/PID-5-1",
+            "PID-3(1)-1",
+            "PID-3[2]-1",
+            "PID-3(0)-4",
+            "MSH-10",
+        ],
+        Some(&stream),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 12, "{text}");
+    // The ORU: its patient by flat and by group path; PID-3 has one repetition, so the second is empty.
+    let oru_id = Message::parse(&oru).get("MSH-10").unwrap().into_owned();
+    assert_eq!(
+        lines[..6],
+        ["Finn", "Finn", "", "", "IA PHIMS Stage", &*oru_id]
+    );
+    // The ADT: `(1)` is 0-based, `[2]` 1-based: both the second repetition. Group path: PID is top-level in
+    // ADT_A01, so `/PATIENT_RESULT/...` names nothing.
+    assert_eq!(lines[6..], ["DOE", "", "777", "777", "HOSP", "G2"]);
+}
+
+#[test]
+fn validate_exit_code_follows_errors_and_json_names_the_missing_field() {
+    let out = thoth(&["validate", "-"], Some(&adt("OK-1", GOOD_PID)));
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("\"OK-1\"") && text.contains("ADT_A01") && text.contains("valid"),
+        "{text}"
+    );
+
+    let mut two = adt("OK-2", GOOD_PID);
+    two.extend_from_slice(&adt("BAD-1", NAMELESS_PID));
+    let out = thoth(&["validate", "--format", "json", "-"], Some(&two));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let reports: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(reports.len(), 2, "{text}");
+    assert_eq!(reports[0]["control_id"], "OK-2");
+    assert_eq!(reports[0]["valid"], true);
+    assert_eq!(reports[0]["issues"], serde_json::json!([]));
+    let bad = &reports[1];
+    assert_eq!(bad["control_id"], "BAD-1");
+    assert_eq!(bad["structure"], "ADT_A01");
+    assert_eq!(bad["version"], "2.5.1");
+    assert_eq!(bad["valid"], false);
+    let issue = &bad["issues"][0];
+    assert_eq!(issue["severity"], "error");
+    assert_eq!(issue["code"], "101", "the code is a string: {issue}");
+    assert_eq!(issue["path"], "/PID-5");
+    assert!(
+        issue["message"].as_str().unwrap().contains("PID-5"),
+        "{issue}"
+    );
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(summary.contains("2 message(s), 1 invalid"), "{summary}");
+
+    // The text format: a line for the message, a line per issue.
+    let out = thoth(&["validate", "-"], Some(&adt("BAD-2", NAMELESS_PID)));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().next().unwrap().contains("INVALID"), "{text}");
+    assert!(
+        text.lines().any(|l| l.contains("error 101 /PID-5")),
+        "{text}"
+    );
+}
+
+#[test]
+fn validate_version_strict_and_rule_options_change_the_verdict() {
+    // A Z-segment: a warning in the lenient profile, an error in the strict one.
+    let mut z = adt("Z-1", GOOD_PID);
+    z.extend_from_slice(b"ZPI|1|local\r");
+    let out = thoth(&["validate", "-"], Some(&z));
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("warning 100"),
+        "{out:?}"
+    );
+    let out = thoth(&["validate", "--strict", "-"], Some(&z));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let out = thoth(
+        &["validate", "--strict", "--rule", "z-segment=ignore", "-"],
+        Some(&z),
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("ZPI"),
+        "{out:?}"
+    );
+
+    // --version overrides MSH-12.
+    let out = thoth(
+        &["validate", "--format", "json", "--version", "2.3", "-"],
+        Some(&z),
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["version"], "2.3", "{report}");
+    let out = thoth(&["validate", "--version", "9.9", "-"], Some(&z));
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("2.5.1"),
+        "{out:?}"
+    );
+    let out = thoth(&["validate", "--rule", "no-such-rule=error", "-"], Some(&z));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("table-value"),
+        "{out:?}"
+    );
+
+    // No message at all is an error, not a silent success.
+    let out = thoth(&["validate", "-"], Some(b"this is not HL7"));
+    assert!(!out.status.success(), "{out:?}");
+}
+
+#[test]
+fn validate_reports_each_message_of_the_shared_corpus() {
+    let files = hl7_files(&hl7_data().join("fhir-converter"));
+    let mut stream = Vec::new();
+    let mut ids = Vec::new();
+    for f in &files[..20] {
+        let bytes = std::fs::read(f).unwrap();
+        ids.push(
+            Message::parse(&bytes)
+                .get("MSH-10")
+                .unwrap_or_default()
+                .into_owned(),
+        );
+        stream.extend_from_slice(&bytes);
+        if !bytes.ends_with(b"\r") && !bytes.ends_with(b"\n") {
+            stream.push(b'\n');
+        }
+    }
+    let out = thoth(&["validate", "--format", "json", "-"], Some(&stream));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let reports: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let got: Vec<_> = reports
+        .iter()
+        .map(|r| r["control_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(got, ids);
+    // The exit code agrees with the reports.
+    let any_invalid = reports.iter().any(|r| r["valid"] == false);
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(any_invalid)),
+        "{:?}",
+        out.stderr
+    );
+    for r in &reports {
+        assert!(
+            r["structure"].is_string(),
+            "every sample's structure resolves: {r}"
+        );
+        for i in r["issues"].as_array().unwrap() {
+            assert!(i["code"].as_str().unwrap().parse::<u16>().is_ok(), "{i}");
+            assert!(
+                matches!(i["severity"].as_str(), Some("error" | "warning")),
+                "{i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn describe_prints_structures_segments_fields_and_data_types() {
+    let out = thoth(&["describe", "ADT^A04"], None);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("ADT^A04: message structure ADT_A01 (HL7 v2.5.1)"),
+        "{text}"
+    );
+    let line = |start: &str| {
+        text.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line starting {start:?} in\n{text}"))
+            .to_owned()
+    };
+    let pv1 = line("PV1 ");
+    assert!(
+        pv1.contains("[1..1]") && pv1.contains("Patient Visit"),
+        "{pv1}"
+    );
+    assert!(line("PROCEDURE ").contains("[0..*]"), "{text}");
+    // Group members are indented under their group.
+    assert!(line("  PR1 ").contains("Procedures"), "{text}");
+
+    let out = thoth(&["describe", "PID", "--version", "2.5.1"], None);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let pid3 = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("3 "))
+        .unwrap();
+    for part in ["Patient Identifier List", "CX", "[1..*]", "250"] {
+        assert!(pid3.contains(part), "{pid3}");
+    }
+    let pid8 = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("8 "))
+        .unwrap();
+    assert!(pid8.contains("0001"), "PID-8 names its table: {pid8}");
+
+    let out = thoth(&["describe", "PID-11"], None);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("PID-11 Patient Address: XAD [0..*]"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("Street Address") && l.contains("SAD")),
+        "{text}"
+    );
+
+    for unknown in ["XYZ^Q99", "PID-999", "NOPE"] {
+        let out = thoth(&["describe", unknown], None);
+        assert!(!out.status.success(), "{unknown}: {out:?}");
+    }
 }

@@ -1,0 +1,174 @@
+//! /hl7: stateless HL7 v2 services, and the JSON shape of a validation report, which `thoth hl7 validate` and
+//! `GET /messages/{id}` print too (one function, [`validation_json`], so the three never drift apart).
+//!
+//! - `POST /hl7/validate?version=2.5.1&strict=true`: the body holds one or more v2 messages (any line endings, a
+//!   plain concatenation or an FHS/BHS batch file); the answer is `{"messages": [ <validation_json> ... ]}`.
+
+use crate::error::ApiError;
+use crate::state::Shared;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Query};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use hl7v2::{
+    ChunkKind, IssueSeverity, Message, ParseOptions, Profile, Report, TreeOptions, Version,
+};
+use serde_json::{Value, json};
+
+pub(crate) fn routes() -> Router<Shared> {
+    Router::new().route(
+        "/validate",
+        // A batch file of a day's messages is bigger than axum's 2 MB default; the same bound as the largest
+        // FHIR request body the server reads.
+        post(validate).layer(DefaultBodyLimit::max(crate::fhir_format::MAX_REQUEST_BYTES)),
+    )
+}
+
+/// The JSON view of one message's validation: what `POST /hl7/validate` answers per message, what
+/// `thoth hl7 validate --format json` prints per line and what `GET /messages/{id}` shows as `validation`.
+///
+/// ```json
+/// {"control_id": "MSG00001", "structure": "ORU_R01", "version": "2.5.1", "valid": false,
+///  "issues": [{"severity": "error", "code": "101", "rule": "required-field",
+///              "path": "/PATIENT_RESULT/PATIENT/PID-5", "message": "..."}]}
+/// ```
+///
+/// `structure` is null when the message structure could not be resolved; `code` is the HL7 table 0357 code as a
+/// string. The parser's diagnostics come first (`rule` = `"parse"`), then the report's issues in message order;
+/// `valid` is false when any of them is an error.
+pub fn validation_json(msg: &Message<'_>, report: &Report) -> Value {
+    let mut issues = Vec::with_capacity(report.issues.len() + msg.diagnostics().len());
+    let mut valid = report.is_valid();
+    let tree = msg.group_tree();
+    for d in msg.diagnostics() {
+        let err = hl7v2::AckError::from_diagnostic(msg, d);
+        let severity = match d.severity() {
+            hl7v2::Severity::Error => {
+                valid = false;
+                IssueSeverity::Error
+            }
+            hl7v2::Severity::Warning => IssueSeverity::Warning,
+        };
+        let l = d.location;
+        let mut path = l
+            .segment
+            .checked_sub(1)
+            .and_then(|i| tree.path_of(i))
+            .map(|p| p.replace("(0)", ""))
+            .unwrap_or_default();
+        if l.field > 0 {
+            path.push_str(&format!("-{}", l.field));
+        }
+        issues.push(json!({
+            "severity": severity.as_str(),
+            "code": err.code.code().to_string(),
+            "rule": "parse",
+            "path": path,
+            "message": d.kind.describe(),
+        }));
+    }
+    for i in &report.issues {
+        issues.push(json!({
+            "severity": i.severity.as_str(),
+            "code": i.code().code().to_string(),
+            "rule": i.rule.name(),
+            "path": i.path,
+            "message": i.message,
+        }));
+    }
+    json!({
+        "control_id": msg.get("MSH-10").unwrap_or_default(),
+        "structure": report.structure,
+        "version": report.version.as_str(),
+        "valid": valid,
+        "issues": issues,
+    })
+}
+
+/// Parse options that force `version` when one is given (else MSH-12 chooses, 2.5.1 when it names none).
+pub fn validation_parse_options(version: Option<Version>) -> ParseOptions {
+    ParseOptions::default().with_tree_options(TreeOptions {
+        force_version: version,
+        ..TreeOptions::default()
+    })
+}
+
+async fn validate(
+    Query(query): Query<Vec<(String, String)>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = body.map_err(|r| {
+        if r.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge(format!(
+                "the body exceeds {} bytes; split the batch",
+                crate::fhir_format::MAX_REQUEST_BYTES
+            ))
+        } else {
+            ApiError::BadRequest(format!(
+                "the request body could not be read: {}",
+                r.body_text()
+            ))
+        }
+    })?;
+    let mut version = None;
+    let mut profile = Profile::lenient();
+    for (k, v) in &query {
+        match k.as_str() {
+            "version" if !v.is_empty() => {
+                version = Some(Version::parse(v).ok_or_else(|| {
+                    let all: Vec<_> = Version::ALL.iter().map(|v| v.as_str()).collect();
+                    ApiError::BadRequest(format!(
+                        "version={v:?}: expected one of {}",
+                        all.join(", ")
+                    ))
+                })?);
+            }
+            "version" => {}
+            "strict" => {
+                profile.strict = match v.as_str() {
+                    "true" | "" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(ApiError::BadRequest(format!(
+                            "strict={v:?}: expected true or false"
+                        )));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::BadRequest(
+            "the body is empty: expected one or more HL7 v2 messages".into(),
+        ));
+    }
+    // Validation is CPU work proportional to the body (a batch of thousands of messages): off the HTTP thread.
+    let messages = tokio::task::spawn_blocking(move || validate_all(&body, version, &profile))
+        .await
+        .map_err(|e| ApiError::Internal(format!("validation task failed: {e}")))??;
+    Ok(axum::Json(json!({ "messages": messages })).into_response())
+}
+
+fn validate_all(
+    body: &[u8],
+    version: Option<Version>,
+    profile: &Profile,
+) -> Result<Vec<Value>, ApiError> {
+    let options = validation_parse_options(version);
+    let out: Vec<Value> = hl7v2::split(body)
+        .filter(|c| c.kind == ChunkKind::Message)
+        .map(|chunk| {
+            let msg = chunk.parse_with(&options);
+            validation_json(&msg, &hl7v2::validate(&msg, profile))
+        })
+        .collect();
+    if out.is_empty() {
+        return Err(ApiError::BadRequest(
+            "the body holds no HL7 v2 message: no segment starts with MSH".into(),
+        ));
+    }
+    Ok(out)
+}

@@ -1,0 +1,198 @@
+//! `POST /hl7/validate` and the `validation` object of `GET /messages/{id}`.
+
+use crate::{app, get, send};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::Value;
+
+/// A small ADT^A01 that validates under 2.5.1, with `pid` as its PID segment and `eol` between segments.
+fn adt(control_id: &str, pid: &str, eol: &str) -> String {
+    [
+        &format!(
+            "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240101120000||ADT^A01^ADT_A01|{control_id}|P|2.5.1"
+        ),
+        "EVN|A01|20240101120000",
+        pid,
+        "PV1|1|I",
+        "",
+    ]
+    .join(eol)
+}
+
+const GOOD_PID: &str = "PID|1||12345^^^HOSP^MR||DOE^JOHN||19800101|M";
+/// PID-5 (patient name) is required.
+const NAMELESS_PID: &str = "PID|1||12345^^^HOSP^MR||||19800101|M";
+
+async fn validate(query: &str, body: impl Into<Body>) -> (StatusCode, String, String) {
+    let (app, _) = app();
+    let req = Request::post(format!("/hl7/validate{query}"))
+        .header("content-type", "x-application/hl7-v2+er7")
+        .body(body.into())
+        .unwrap();
+    send(app, req).await
+}
+
+#[tokio::test]
+async fn validate_answers_one_report_per_message_whatever_the_line_ends() {
+    // CR, LF and CRLF line ends in one body; the second message lacks a required field.
+    let body = [
+        adt("M1", GOOD_PID, "\r"),
+        adt("M2", NAMELESS_PID, "\n"),
+        adt("M3", GOOD_PID, "\r\n"),
+    ]
+    .concat();
+    let (status, content_type, text) = validate("", body).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}"
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let messages = v["messages"].as_array().unwrap();
+    let ids: Vec<_> = messages
+        .iter()
+        .map(|m| m["control_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["M1", "M2", "M3"]);
+    let valid: Vec<_> = messages
+        .iter()
+        .map(|m| m["valid"].as_bool().unwrap())
+        .collect();
+    assert_eq!(valid, [true, false, true], "{text}");
+    let bad = &messages[1];
+    assert_eq!(bad["structure"], "ADT_A01");
+    assert_eq!(bad["version"], "2.5.1");
+    assert_eq!(
+        bad["issues"],
+        serde_json::json!([{
+            "severity": "error",
+            "code": "101",
+            "rule": "required-field",
+            "path": "/PID-5",
+            "message": bad["issues"][0]["message"],
+        }]),
+        "{text}"
+    );
+    assert!(
+        bad["issues"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("PID-5")
+    );
+}
+
+#[tokio::test]
+async fn validate_takes_a_batch_file_a_forced_version_and_the_strict_profile() {
+    let mut body = String::from("FHS|^~\\&|LAB\rBHS|^~\\&|LAB\r");
+    body.push_str(&adt("B1", GOOD_PID, "\r"));
+    body.push_str("ZPI|1|local\r");
+    body.push_str(&adt("B2", GOOD_PID, "\r"));
+    body.push_str("BTS|2\rFTS|1\r");
+    let (status, _, text) = validate("", body.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["messages"].as_array().unwrap().len(), 2, "{text}");
+    // Lenient: the Z-segment is a warning.
+    let b1 = &v["messages"][0];
+    assert_eq!(b1["valid"], true, "{text}");
+    assert_eq!(b1["issues"][0]["severity"], "warning");
+    assert_eq!(b1["issues"][0]["rule"], "z-segment");
+
+    let (status, _, text) = validate("?strict=true&version=2.3", body).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let b1 = &v["messages"][0];
+    assert_eq!(b1["version"], "2.3", "forced: {text}");
+    assert_eq!(b1["valid"], false, "strict: {text}");
+    assert!(
+        b1["issues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["rule"] == "z-segment" && i["severity"] == "error"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn validate_refuses_what_is_not_hl7_with_an_operation_outcome() {
+    for (query, body, wanted) in [
+        ("", "", "empty"),
+        ("", "  \r\n", "empty"),
+        ("", "this is not HL7 at all", "no HL7 v2 message"),
+        ("?version=9.9", "MSH|^~\\&|A\r", "version"),
+        ("?strict=maybe", "MSH|^~\\&|A\r", "strict"),
+    ] {
+        let (status, content_type, text) = validate(query, body.to_owned()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body:?}: {text}");
+        assert_eq!(content_type, "application/fhir+json");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["resourceType"], "OperationOutcome");
+        assert_eq!(v["issue"][0]["code"], "invalid");
+        let diagnostics = v["issue"][0]["diagnostics"].as_str().unwrap();
+        assert!(diagnostics.contains(wanted), "{body:?}: {diagnostics}");
+    }
+    // Beyond the body limit: 413, still an OperationOutcome.
+    let huge = vec![b'x'; 65 << 20];
+    let (status, content_type, text) = validate("", huge).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{text}");
+    assert_eq!(content_type, "application/fhir+json");
+    assert!(text.contains("too-costly"), "{text}");
+    // GET is not a validation.
+    let (app, _) = app();
+    let (status, _, _) = get(app, "/hl7/validate").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn a_stored_message_shows_its_validation_under_the_engine_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = interface::EngineConfig::from_toml(
+        "[validation]\nmode = \"warn\"\n[[validation.rule]]\nrule = \"z-segment\"\nseverity = \"error\"\nsender = \"LAB@HOSP\"\n",
+    )
+    .unwrap();
+    let engine = interface::Engine::open(dir.path(), config).unwrap();
+    let mut raw = adt("S1", NAMELESS_PID, "\r");
+    raw.push_str("ZPI|1\r");
+    let receipt = engine.receive(raw.into_bytes().into(), "test").await;
+    // `warn` accepts it.
+    let ack = hl7v2::Message::parse(receipt.ack.as_deref().unwrap())
+        .get("MSA-1")
+        .unwrap()
+        .into_owned();
+    assert_eq!(ack, "AA");
+    let id = receipt.id.unwrap();
+    let mut state = server::AppState::new(server::ServerInfo::default());
+    state.engine = Some(engine.clone());
+    let (status, _, text) = get(server::router(state), &format!("/messages/{id}")).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let validation = &v["validation"];
+    assert_eq!(validation["mode"], "warn");
+    assert_eq!(validation["control_id"], "S1");
+    assert_eq!(validation["valid"], false);
+    let rules: Vec<_> = validation["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["rule"].as_str().unwrap(),
+                i["severity"].as_str().unwrap(),
+                i["path"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    // The sender's rule makes the Z-segment an error.
+    assert_eq!(
+        rules,
+        [
+            ("required-field", "error", "/PID-5"),
+            ("z-segment", "error", "/ZPI")
+        ],
+        "{text}"
+    );
+    assert_eq!(v["note"], "validation: 2 error(s), 0 warning(s)");
+    assert_eq!(v["status"], "stored");
+    engine.shutdown().await;
+}
