@@ -1,6 +1,7 @@
 //! Property: for any bytes, parsing never panics; the message encodes back to its input (read-only and through
 //! the editable model); and after setting one value by path, encode → parse reads that value back while every
-//! other field keeps its raw bytes.
+//! other field keeps its raw bytes. The group tree places every segment exactly once, and each segment's own group
+//! path leads back to it; validation finishes with a bounded report.
 #![no_main]
 
 use hl7v2::{Message, MessageBuf};
@@ -39,6 +40,21 @@ fuzz_target!(|data: &[u8]| {
         let _ = chunk.parse().segment_count();
     }
 
+    let tree = msg.group_tree();
+    assert_eq!(tree.segments(&msg).count(), msg.segment_count());
+    // Paths name segments by upper-case three-character identifiers; others are placed but not addressable.
+    let addressable = msg.segments().all(|s| {
+        s.id_bytes().len() == 3 && s.id_bytes().iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    });
+    for placed in tree.segments(&msg).filter(|_| addressable) {
+        let path = hl7v2::Path::parse(&format!("{}-1", placed.path()))
+            .unwrap_or_else(|e| panic!("{} is not a valid path: {e}", placed.path()));
+        assert_eq!(msg.segment_at(&path).map(|s| s.index()), Some(placed.segment.index()), "{path}");
+    }
+    let report = hl7v2::validate(&msg, &hl7v2::Profile::strict());
+    assert!(report.issues.len() <= hl7v2::MAX_ISSUES);
+    let _ = hl7v2::to_json_with_names(&msg);
+
     // Only well-formed messages have a meaningful "same message" after an edit: structure errors may make a
     // re-split differ (e.g. a control character in a segment identifier).
     if msg.has_errors() || msg.segment_count() < 2 {
@@ -55,7 +71,7 @@ fuzz_target!(|data: &[u8]| {
         .segments()
         .filter(|s| s.id_bytes() == target.id_bytes())
         .count();
-    let path = format!("{}({occurrence})-{field}-{component}", target.id());
+    let path = format!("{}[{occurrence}]-{field}-{component}", target.id());
     let value = "x|y^z~w\\v&u\r\n#";
     if buf.set(path.as_str(), value).is_err() {
         return;

@@ -247,6 +247,54 @@ impl Definitions {
     pub fn tables(&self) -> impl Iterator<Item = &Table> {
         self.tables.iter().copied()
     }
+
+    /// What a path names: `PID-8` is the field "Administrative Sex" (IS, table 1), `PID-11-3` the component "City"
+    /// of its XAD, `PID-3-4-1` a subcomponent. `None` when the segment, field or component is not defined.
+    ///
+    /// ```
+    /// let defs = hl7v2::Version::V2_5_1.definitions();
+    /// let path = hl7v2::Path::parse("PID-8").unwrap();
+    /// let e = defs.element(&path).unwrap();
+    /// assert_eq!((e.name, e.data_type, e.table), ("Administrative Sex", "IS", Some(1)));
+    /// ```
+    pub fn element(&self, path: &crate::Path) -> Option<Element<'_>> {
+        let seg = self.segment(path.segment_id())?;
+        let field = seg.fields.get(path.field.checked_sub(1)?)?;
+        let mut e = Element {
+            name: &field.name,
+            data_type: &field.data_type,
+            table: field.table,
+            length: field.length,
+        };
+        for n in [path.component, path.subcomponent].into_iter().flatten() {
+            let dt = self.data_type(e.data_type)?;
+            if dt.components.is_empty() && n == 1 {
+                // A primitive's first component is the value itself.
+                continue;
+            }
+            let c = dt.components.get(n.checked_sub(1)?)?;
+            e = Element {
+                name: &c.name,
+                data_type: &c.data_type,
+                table: c.table,
+                length: c.length,
+            };
+        }
+        Some(e)
+    }
+}
+
+/// A field, component or subcomponent as the definitions describe it (see [`Definitions::element`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Element<'d> {
+    /// Readable name.
+    pub name: &'d str,
+    /// Data type id.
+    pub data_type: &'d str,
+    /// HL7 table number, when it has one.
+    pub table: Option<u16>,
+    /// Maximum length (2.1-2.6), when known.
+    pub length: Option<u32>,
 }
 
 /// A message structure (`ADT_A01`): the ordered segments and groups a message of it contains.

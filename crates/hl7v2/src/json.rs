@@ -61,6 +61,41 @@ pub fn to_json(msg: &Message<'_>) -> Json {
     Json::Object(out)
 }
 
+/// The JSON view of [`to_json`], carrying names: `structure` and `version` at the top (from the group tree), and
+/// per segment its group `path` (`/PATIENT_RESULT(0)/PATIENT(0)/PID(0)`), its readable `name` and `names`, the
+/// readable name of each field (`names[i]` names `fields[i]`; `""` where the version does not define the field).
+pub fn to_json_with_names(msg: &Message<'_>) -> Json {
+    let mut out = to_json(msg);
+    let tree = msg.group_tree();
+    let defs = tree.version().definitions();
+    if let Some(obj) = out.as_object_mut() {
+        obj.insert("structure".into(), tree.structure_id().into());
+        obj.insert("version".into(), tree.version().as_str().into());
+        if let Some(Json::Array(segments)) = obj.get_mut("segments") {
+            for (placed, seg) in tree.segments(msg).zip(segments.iter_mut()) {
+                let def = defs.segment(placed.segment.id());
+                let count = seg
+                    .get("fields")
+                    .and_then(Json::as_array)
+                    .map_or(0, Vec::len);
+                let names: Vec<Json> = (0..count)
+                    .map(|i| {
+                        def.and_then(|d| d.fields.get(i))
+                            .map_or("", |f| &*f.name)
+                            .into()
+                    })
+                    .collect();
+                if let Some(s) = seg.as_object_mut() {
+                    s.insert("path".into(), placed.path().into());
+                    s.insert("name".into(), def.map_or("", |d| &*d.name).into());
+                    s.insert("names".into(), names.into());
+                }
+            }
+        }
+    }
+    out
+}
+
 fn field(v: Value<'_>) -> Json {
     if v.level() == Level::Verbatim {
         return v.text().into_owned().into();

@@ -90,14 +90,14 @@ pub use ack::{AckBuilder, AckCode, AckError, AckMode, ErrorCode, ErrorLocation, 
 pub use batch::{BatchHeader, Chunk, ChunkKind, Chunks, messages, split, write_batch};
 pub use charset::Charset;
 pub use definitions::{
-    ComponentDef, DataTypeDef, Definitions, FieldDef, MessageStructure, NodeKind, SegmentDef,
-    StructureNode, Table, TableCode, Version,
+    ComponentDef, DataTypeDef, Definitions, Element, FieldDef, MessageStructure, NodeKind,
+    SegmentDef, StructureNode, Table, TableCode, Version,
 };
 pub use delimiters::Delimiters;
 pub use diagnostic::{Diagnostic, DiagnosticKind, Location, ParseError, Severity};
 pub use edit::{EditError, MessageBuf};
 pub use escape::{decode as decode_escapes, encode as encode_escapes};
-pub use json::to_json;
+pub use json::{to_json, to_json_with_names};
 pub use message::{Level, Message, Parts, Segment, Value};
 pub use parse::ParseOptions;
 pub use path::{AsPath, Path, PathError, Step};

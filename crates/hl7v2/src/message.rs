@@ -209,7 +209,16 @@ impl<'a> Message<'a> {
     /// The segment a path names: by occurrence in the whole message (flat path), or through the group tree.
     pub fn segment_at(&self, path: &Path) -> Option<Segment<'_, 'a>> {
         if path.is_group_path() {
-            self.segment(self.group_tree().find(path)?)
+            match self.group_tree().find(path) {
+                Some(i) => self.segment(i),
+                // `/PID-5` where PID is not a direct child of the message: read it flat, as Thoth always has.
+                None if path.groups.is_empty()
+                    && path.segment_step.as_ref().is_some_and(|s| !s.search) =>
+                {
+                    self.find_segment(&path.segment, path.occurrence)
+                }
+                None => None,
+            }
         } else {
             self.find_segment(&path.segment, path.occurrence)
         }

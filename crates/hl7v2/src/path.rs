@@ -14,6 +14,8 @@ use std::str::FromStr;
 /// Two forms:
 /// - **flat** (`PID-5-1`, `OBX(2)-5`, `OBX[3]-5`): the segment is the n-th with that identifier in the whole
 ///   message, counted in message order; no message structure is needed, so this is the fast path.
+/// - **rooted** (`/PID-5`, `/OBX(2)-5`): as in HAPI, a segment directly under the message; when the message has no
+///   such position (PID sits in a group), the flat reading is used instead.
 /// - **group** (`/PATIENT_RESULT/ORDER_OBSERVATION(1)/OBX(2)-5`): groups and segment named as HAPI names them in
 ///   the message structure of the message's version; a step that starts with `.` searches below the current
 ///   group for the first group or segment position of that name (`/.OBX-5`, `/.ORDER_OBSERVATION(1)/OBX-5`), as
@@ -131,7 +133,7 @@ impl Path {
         let (seg_start, seg_end, seg_rep, seg_search) = last;
         let name = &bytes[seg_start..seg_end];
         // A flat path's segment is a 3-character identifier; a group path's may carry HAPI's numeral (ROL2).
-        let plain = name.len() == 3 && !seg_search && steps.is_empty();
+        let plain = name.len() == 3 && !seg_search && steps.is_empty() && !rooted;
         if name.len() < 3
             || !name[..3].iter().all(u8::is_ascii_alphanumeric)
             || !name[3..].iter().all(u8::is_ascii_digit)

@@ -756,6 +756,7 @@ impl Validator<'_, '_> {
             // HL7's table or no coding system at all.
             if let Some(t) = table
                 && depth == 0
+                && matches!(data_type, "CE" | "CWE" | "CNE" | "CF")
             {
                 let code = v
                     .component(1)
@@ -779,6 +780,12 @@ impl Validator<'_, '_> {
                 }
             }
             for (k, cdef) in dt.components.iter().enumerate() {
+                // The sources type TS.1 as ST before 2.5; it is a timestamp in every version.
+                let ctype: &str = if data_type == "TS" && k == 0 {
+                    "DTM"
+                } else {
+                    &cdef.data_type
+                };
                 let part = if depth == 0 {
                     v.component(k + 1)
                 } else {
@@ -795,7 +802,7 @@ impl Validator<'_, '_> {
                 self.value(
                     &sub,
                     &part,
-                    &cdef.data_type,
+                    ctype,
                     cdef.table,
                     &cpath,
                     &cdef.name,
@@ -1066,4 +1073,50 @@ fn is_datetime(t: &str) -> bool {
         return b.len() == date_len;
     }
     is_clock(&b[8..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_primitive;
+
+    #[test]
+    fn primitive_syntax() {
+        for (ty, good) in [
+            ("NM", "-1.5"),
+            ("NM", "+12"),
+            ("NM", ".5"),
+            ("SI", "0"),
+            ("DT", "2024"),
+            ("DT", "202402"),
+            ("DT", "20240229"),
+            ("TM", "23"),
+            ("TM", "2359"),
+            ("TM", "235959.1234"),
+            ("TM", "1200-0500"),
+            ("DTM", "20240315143000.1+0100"),
+        ] {
+            assert_eq!(check_primitive(ty, good), None, "{ty} {good:?}");
+        }
+        for (ty, bad) in [
+            ("NM", "1.2.3"),
+            ("NM", "1e5"),
+            ("NM", "-"),
+            ("SI", "-1"),
+            ("SI", "1.0"),
+            ("DT", "2023022"),
+            ("DT", "20230229"),
+            ("DT", "20241301"),
+            ("TM", "24"),
+            ("TM", "2360"),
+            ("TM", "235960"),
+            ("TM", "2359.5"),
+            ("TM", "1200+05"),
+            ("DTM", "20240315143000.12345"),
+        ] {
+            assert!(
+                check_primitive(ty, bad).is_some(),
+                "{ty} {bad:?} should be rejected"
+            );
+        }
+    }
 }

@@ -12,3 +12,4 @@ mod paths;
 mod properties;
 mod structure;
 mod support;
+mod validation;

@@ -55,7 +55,8 @@ fn path_syntax() {
     );
     assert_eq!(p.to_string(), "PID-3(1)-1"); // written in HAPI's 0-based form
     assert_eq!(Path::parse("PID-3(1)-1").unwrap(), p);
-    assert_eq!(Path::parse("/obx(3).5").unwrap().to_string(), "OBX(3)-5");
+    assert_eq!(Path::parse("/obx(3).5").unwrap().to_string(), "/OBX(3)-5");
+    assert_eq!(Path::parse("obx(3).5").unwrap().to_string(), "OBX(3)-5");
     assert_eq!(Path::parse("OBX[4]-5").unwrap().to_string(), "OBX(3)-5");
     for bad in [
         "",

@@ -389,3 +389,40 @@ fn hostile_shapes_are_bounded() {
     let deep = format!("{}PID-1", "/G".repeat(20));
     assert_eq!(msg.get(deep.as_str()), None);
 }
+
+#[test]
+fn every_segment_path_leads_back_to_its_segment() {
+    let data = crate::support::hl7_data();
+    let mut files = corpus();
+    files.extend(crate::support::files(&data.join("bad-inputs"), ""));
+    let mut checked = 0;
+    for file in files {
+        let bytes = std::fs::read(&file).unwrap();
+        let msg = Message::parse(&bytes);
+        let tree = msg.group_tree();
+        assert_eq!(
+            tree.segments(&msg).count(),
+            msg.segment_count(),
+            "{}",
+            file.display()
+        );
+        let addressable = msg.segments().all(|s| {
+            s.id_bytes().len() == 3
+                && s.id_bytes()
+                    .iter()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        });
+        for placed in tree.segments(&msg).filter(|_| addressable) {
+            let path = hl7v2::Path::parse(&format!("{}-1", placed.path())).unwrap();
+            let found = msg.segment_at(&path).map(|s| s.index());
+            assert_eq!(
+                found,
+                Some(placed.segment.index()),
+                "{}: {path}",
+                file.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 8000, "{checked}");
+}
