@@ -56,6 +56,29 @@
 //! assert_eq!(ack.get("ERR-2-1").as_deref(), Some("pid"));
 //! ```
 //!
+//! # Message structures, group paths, validation
+//!
+//! [`Version::definitions`] holds every version's message structures, segments, fields, data types and tables
+//! (2.1-2.8.2, generated from hl7apy, hl7-dictionary and HL7 Terminology). [`Message::group_tree`] places each
+//! segment in its structure as HAPI's parser does, so HAPI's Terser paths read the same values here.
+//! **Parentheses are 0-based, as in HAPI** (`OBX(1)` is the second OBX); brackets are 1-based (`OBX[2]`).
+//!
+//! ```
+//! use hl7v2::{Message, Profile, validate};
+//!
+//! let msg = Message::parse(
+//!     b"MSH|^~\\&|LAB|H|EHR|H|20240101||ORU^R01^ORU_R01|7|P|2.5.1\rPID|1||42^^^H^MR||DOE^JANE\r\
+//!       OBR|1||X1|GLU^Glucose\rOBX|1|NM|GLU||5.4|mmol/L|||||F\rOBX|2|NM|K||4.1|mmol/L|||||F\r",
+//! );
+//! assert_eq!(msg.get("/PATIENT_RESULT/ORDER_OBSERVATION/OBSERVATION(1)/OBX-5").as_deref(), Some("4.1"));
+//! assert_eq!(msg.get("OBX(1)-5").as_deref(), Some("4.1")); // the second OBX of the message
+//! assert_eq!(msg.get("OBX[2]-5").as_deref(), Some("4.1")); // the same, 1-based
+//! let report = validate(&msg, &Profile::lenient());
+//! assert!(report.is_valid(), "{:?}", report.issues);
+//! let pid8 = hl7v2::Version::V2_5_1.definitions().element(&hl7v2::Path::parse("PID-8").unwrap()).unwrap();
+//! assert_eq!(pid8.name, "Administrative Sex");
+//! ```
+//!
 //! # Editing, files, JSON
 //!
 //! - [`MessageBuf`]: set values by path (building missing repetitions, components and segments), add and remove
