@@ -180,6 +180,14 @@ fn group_paths_agree_with_hapi() {
                 .is_some_and(|s| s.starts_with("GenericMessage"))
         {
             refused += 1;
+            let msg = Message::parse(m);
+            eprintln!(
+                "not compared: {} (MSH-9-3 {:?}, MSH-12 {:?}): HAPI {}",
+                original.display(),
+                msg.get("MSH-9-3").unwrap_or_default(),
+                msg.get("MSH-12").unwrap_or_default(),
+                h.error.as_deref().or(h.structure.as_deref()).unwrap_or("")
+            );
             continue;
         }
         compared += 1;
