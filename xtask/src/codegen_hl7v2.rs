@@ -949,24 +949,21 @@ fn generate(
         }
 
         // Structures.
+        let mut rename_entries = Vec::new();
+        for (i, e) in errata.entries("group_rename") {
+            if list(e, "versions")?.iter().any(|v| v == ver) {
+                rename_entries.push((
+                    i,
+                    s(e, "structure")?.to_string(),
+                    s(e, "from")?.to_string(),
+                    s(e, "to")?.to_string(),
+                ));
+            }
+        }
         let renames = GroupRenames {
             ver,
             errata: &errata,
-            entries: errata
-                .entries("group_rename")
-                .into_iter()
-                .filter_map(|(i, e)| {
-                    let applies = list(e, "versions").ok()?.iter().any(|v| v == ver);
-                    applies.then(|| {
-                        Some((
-                            i,
-                            s(e, "structure").ok()?.to_string(),
-                            s(e, "from").ok()?.to_string(),
-                            s(e, "to").ok()?.to_string(),
-                        ))
-                    })?
-                })
-                .collect(),
+            entries: rename_entries,
         };
         let ctx = StructureCtx {
             ver,

@@ -135,6 +135,9 @@ struct ExtraNode {
 const HAPI_NAMES: &[(&str, &str, &str)] = &[
     ("", "CON_", "CON"),
     ("MDM_T02", "OBXNTE", "OBSERVATION"),
+    // HL7's own 2.4 database misspells these; the errata correct them, HAPI's v24 keeps the misspelling.
+    ("ORS_O06", "RSPONSE", "RESPONSE"),
+    ("RGR_RGR", "DEFINTION", "DEFINITION"),
     (
         "PPR_PC1",
         "PRBNTEVARROLVARPTHVAROBXNTEGOLNTEVARROLVAROBXNTEORCOBRRXONTEVAROBXNTEVAR",

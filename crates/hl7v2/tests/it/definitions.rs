@@ -337,6 +337,45 @@ fn tables() {
     assert!(Version::V2_5.definitions().table(25).is_none());
     let t301 = Version::V2_3_1.definitions().table(301).unwrap();
     assert!(t301.contains("L") && t301.contains("N") && !t301.contains("L,M,N"));
+    // hl7apy's Python escapes are decoded: 2.8 writes 'Patient\u2019s Relationship to Insured'.
+    assert_eq!(
+        &*Version::V2_8.definitions().table(344).unwrap().name,
+        "Patient\u{2019}s Relationship to Insured"
+    );
+    // Rule nbsp-codes: ' UPP' (no-break space) and 'CHEST\u00c2\u00a0' (its mojibake) are UPP and CHEST.
+    assert!(
+        Version::V2_5
+            .definitions()
+            .table(495)
+            .unwrap()
+            .contains("UPP")
+    );
+    for version in [Version::V2_5, Version::V2_7, Version::V2_8_2] {
+        let t550 = version.definitions().table(550).unwrap();
+        assert!(t550.contains("CHEST") && t550.contains("KIDN"), "{version}");
+    }
+    // No escape is left undecoded, and no code or name carries an edge space or a no-break space.
+    for version in Version::ALL {
+        for t in version.definitions().tables() {
+            let texts = std::iter::once(&*t.name).chain(
+                t.codes
+                    .iter()
+                    .flat_map(|c| std::iter::once(&*c.code).chain(c.display.as_deref())),
+            );
+            for text in texts {
+                assert!(
+                    !text.contains(['\\', '\u{a0}', '\u{c2}'])
+                        && !text.contains("u20")
+                        && !text.contains("u00"),
+                    "{version} table {}: {text:?}",
+                    t.id
+                );
+            }
+            for c in &t.codes {
+                assert_eq!(c.code.trim(), &*c.code, "{version} table {}", t.id);
+            }
+        }
+    }
 }
 
 #[test]
@@ -407,6 +446,46 @@ fn errata_are_applied() {
         &*Version::V2_5_1.definitions().segment("MSA").unwrap().fields[4].data_type,
         "ID"
     );
+    // Group renames: hl7apy's 'TIIMING' (2.5, 2.6), 'RSPONSE' and 'DEFINTION' (2.4) are spelt as the standard does.
+    for version in [Version::V2_5, Version::V2_6] {
+        let oml = version.definitions().structure("OML_O21").unwrap();
+        let order = group(&oml.children, "ORDER");
+        let timing = group(children(order), "TIMING");
+        assert_eq!(
+            children(timing).iter().filter_map(seg).next(),
+            Some(("TQ1", "TQ1")),
+            "{version}"
+        );
+    }
+    group(
+        &Version::V2_4
+            .definitions()
+            .structure("ORS_O06")
+            .unwrap()
+            .children,
+        "RESPONSE",
+    );
+    group(
+        &Version::V2_4
+            .definitions()
+            .structure("RGR_RGR")
+            .unwrap()
+            .children,
+        "DEFINITION",
+    );
+    for version in Version::ALL {
+        for s in version.definitions().structures() {
+            walk(&s.children, &mut |n| {
+                if let NodeKind::Group { name, .. } = &n.kind {
+                    assert!(
+                        !["TIIMING", "RSPONSE", "DEFINTION"].contains(&&**name),
+                        "{version} {}: group {name}",
+                        s.id
+                    );
+                }
+            });
+        }
+    }
 }
 
 /// hl7apy (as the definitions say, after errata) vs hl7-dictionary on field data type and repetition, recomputed
