@@ -5,6 +5,7 @@
 //! person understands. What counts as an error is a [`Profile`]: a strict or lenient default, then per-rule
 //! overrides (an engine keeps one profile per message type or sender).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::ack::{AckError, ErrorCode, ErrorLocation, ErrorSeverity};
@@ -506,7 +507,8 @@ impl Validator<'_, '_> {
         }
         for (g, &(node, _, _)) in instances.iter().enumerate() {
             let group = &c.nodes[node as usize];
-            let base = self.tree.group_path(g as u32);
+            // Paths are written only for issues.
+            let base = || self.tree.group_path(g as u32);
             let mut choices: Vec<(u32, Vec<&str>, u32)> = Vec::new();
             for child in group.children.clone() {
                 let def = &c.nodes[child as usize];
@@ -521,9 +523,10 @@ impl Validator<'_, '_> {
                     }
                     continue;
                 }
-                let path = short(&format!("{base}/{}", def.name));
                 let kind = if def.is_group() { "group" } else { "segment" };
                 if n == 0 && def.min > 0 {
+                    let base = base();
+                    let path = short(&format!("{base}/{}", def.name));
                     let loc = self.missing_location(def);
                     let message = format!(
                         "required {kind} {} is missing{}",
@@ -536,6 +539,7 @@ impl Validator<'_, '_> {
                     );
                     self.report(Rule::MissingSegment, last_in[g], path, loc, message);
                 } else if def.max.is_some_and(|m| n > m) {
+                    let path = short(&format!("{}/{}", base(), def.name));
                     let loc = self.missing_location(def);
                     let message = format!(
                         "{kind} {} occurs {n} times, at most {} allowed",
@@ -547,12 +551,19 @@ impl Validator<'_, '_> {
             }
             for (choice, names, present) in choices {
                 let required = c.choice_min.get(choice as usize).copied().unwrap_or(0) > 0;
-                let path = short(&format!("{base}/{}", names.first().copied().unwrap_or("")));
+                let path = || {
+                    short(&format!(
+                        "{}/{}",
+                        base(),
+                        names.first().copied().unwrap_or("")
+                    ))
+                };
                 if present > 1 {
                     let message = format!(
                         "only one of {} may be present, {present} are",
                         names.join(", ")
                     );
+                    let path = path();
                     self.report(
                         Rule::Choice,
                         last_in[g],
@@ -562,6 +573,7 @@ impl Validator<'_, '_> {
                     );
                 } else if present == 0 && required {
                     let message = format!("one of {} is required", names.join(", "));
+                    let path = path();
                     self.report(
                         Rule::MissingSegment,
                         last_in[g],
@@ -587,7 +599,8 @@ impl Validator<'_, '_> {
         }
     }
 
-    /// Fields of every segment the version defines.
+    /// Fields of every segment the version defines. Paths and messages are only written for issues: a clean
+    /// message allocates nothing per field.
     fn fields(&mut self) {
         let msg = self.msg;
         for (i, seg) in msg.segments().enumerate() {
@@ -597,121 +610,112 @@ impl Validator<'_, '_> {
             let Some(def) = self.defs.segment(seg.id()) else {
                 continue;
             };
-            let base = short(&self.tree.path_of(i).unwrap_or_default());
-            self.segment_fields(i, &seg, &def.fields, &base);
+            self.segment_fields(i, &seg, &def.fields);
         }
     }
 
-    fn segment_fields(
-        &mut self,
-        i: usize,
-        seg: &Segment<'_, '_>,
-        defs: &'static [FieldDef],
-        base: &str,
-    ) {
+    /// The path of a value: the segment's group path, then field, repetition, component, subcomponent.
+    fn value_path(&self, ctx: &Ctx) -> String {
+        let mut p = short(&self.tree.path_of(ctx.index).unwrap_or_default());
+        let _ = write!(p, "-{}", ctx.field);
+        if ctx.repetition > 1 {
+            let _ = write!(p, "({})", ctx.repetition - 1);
+        }
+        if ctx.component > 0 {
+            let _ = write!(p, "-{}", ctx.component);
+            if ctx.subcomponent > 0 {
+                let _ = write!(p, "-{}", ctx.subcomponent);
+            }
+        }
+        p
+    }
+
+    fn report_at(&mut self, rule: Rule, ctx: &Ctx, message: String) {
+        if self.profile.severity(rule).is_none() {
+            return;
+        }
+        let path = self.value_path(ctx);
+        let loc = self.location(ctx.index, ctx.field, ctx.repetition, ctx.component);
+        self.report(rule, ctx.index, path, loc, message);
+    }
+
+    fn segment_fields(&mut self, i: usize, seg: &Segment<'_, '_>, defs: &'static [FieldDef]) {
         let count = seg.field_count();
+        let version = self.defs.version();
         for (k, fdef) in defs.iter().enumerate() {
             let n = k + 1;
-            let value = seg.field(n).filter(|v| !v.is_empty());
-            let path = format!("{base}-{n}");
-            let Some(value) = value else {
+            let at = Ctx {
+                index: i,
+                field: n,
+                repetition: 1,
+                component: 0,
+                subcomponent: 0,
+            };
+            let Some(value) = seg.field(n).filter(|v| !v.is_empty()) else {
                 if fdef.min > 0 {
                     let message =
                         format!("required field {}-{n} ({}) is empty", seg.id(), fdef.name);
-                    self.report(
-                        Rule::RequiredField,
-                        i,
-                        path,
-                        self.location(i, n, 1, 0),
-                        message,
-                    );
+                    self.report_at(Rule::RequiredField, &at, message);
                 }
                 continue;
             };
             if seg.is_header() && n <= 2 {
                 continue;
             }
-            let reps: Vec<Value<'_>> = value.parts().collect();
             if fdef.max == Some(0) {
                 let message = format!(
                     "field {}-{n} ({}) is withdrawn in {}; its value is kept for backward compatibility only",
                     seg.id(),
                     fdef.name,
-                    self.defs.version().as_str()
+                    version.as_str()
                 );
-                self.report(Rule::Withdrawn, i, path, self.location(i, n, 1, 0), message);
+                self.report_at(Rule::Withdrawn, &at, message);
                 continue;
             }
+            let reps = value.parts().count();
             if let Some(max) = fdef.max
-                && reps.len() > max as usize
+                && reps > max as usize
             {
                 let message = if max == 1 {
                     format!(
-                        "field {}-{n} ({}) may not repeat; it has {} repetitions",
+                        "field {}-{n} ({}) may not repeat; it has {reps} repetitions",
                         seg.id(),
-                        fdef.name,
-                        reps.len()
+                        fdef.name
                     )
                 } else {
                     format!(
-                        "field {}-{n} ({}) repeats {} times, at most {max} allowed",
+                        "field {}-{n} ({}) repeats {reps} times, at most {max} allowed",
                         seg.id(),
-                        fdef.name,
-                        reps.len()
+                        fdef.name
                     )
                 };
-                self.report(
-                    Rule::FieldRepetition,
-                    i,
-                    path.clone(),
-                    self.location(i, n, 1, 0),
-                    message,
-                );
+                self.report_at(Rule::FieldRepetition, &at, message);
             }
-            for (r, rep) in reps.iter().enumerate() {
+            for (r, rep) in value.parts().enumerate() {
                 if rep.is_empty() || rep.is_null() {
                     continue;
                 }
-                let rpath = if r == 0 {
-                    path.clone()
-                } else {
-                    format!("{path}({r})")
+                let ctx = Ctx {
+                    repetition: r + 1,
+                    ..at
                 };
-                if let Some(max) = fdef.length {
-                    let len = text_len(rep);
-                    if len > max as usize
-                        && self.defs.version() <= crate::definitions::Version::V2_6
-                    {
+                // Decoding can only shorten a value, so the raw length bounds the text's.
+                if let Some(max) = fdef.length
+                    && version <= crate::definitions::Version::V2_6
+                    && rep.raw().len() > max as usize
+                {
+                    let len = text_len(&rep);
+                    if len > max as usize {
                         let message = format!(
                             "{}-{n} ({}) is {len} characters long, at most {max} allowed in {}",
                             seg.id(),
                             fdef.name,
-                            self.defs.version().as_str()
+                            version.as_str()
                         );
-                        self.report(
-                            Rule::Length,
-                            i,
-                            rpath.clone(),
-                            self.location(i, n, r + 1, 0),
-                            message,
-                        );
+                        self.report_at(Rule::Length, &ctx, message);
                     }
                 }
-                let ctx = Ctx {
-                    index: i,
-                    field: n,
-                    repetition: r + 1,
-                    component: 0,
-                };
-                self.value(
-                    &ctx,
-                    rep,
-                    &fdef.data_type,
-                    fdef.table,
-                    &rpath,
-                    &fdef.name,
-                    0,
-                );
+                self.value(&ctx, &rep, &fdef.data_type, fdef.table, &fdef.name, 0);
             }
         }
         if count > defs.len() {
@@ -722,61 +726,52 @@ impl Validator<'_, '_> {
                     "{} defines {} fields in {}; field {n} is beyond them",
                     seg.id(),
                     defs.len(),
-                    self.defs.version().as_str()
+                    version.as_str()
                 );
-                self.report(
-                    Rule::ExtraField,
-                    i,
-                    format!("{base}-{n}"),
-                    self.location(i, n, 1, 0),
-                    message,
-                );
+                let ctx = Ctx {
+                    index: i,
+                    field: n,
+                    repetition: 1,
+                    component: 0,
+                    subcomponent: 0,
+                };
+                self.report_at(Rule::ExtraField, &ctx, message);
             }
         }
     }
 
-    /// Checks one repetition, component or subcomponent against its data type (recursing into components) and
-    /// its table.
-    #[allow(clippy::too_many_arguments)]
+    /// Checks one repetition (depth 0), component (1) or subcomponent (2) against its data type (recursing into
+    /// components) and its table.
     fn value(
         &mut self,
         ctx: &Ctx,
         v: &Value<'_>,
         data_type: &str,
         table: Option<u16>,
-        path: &str,
         name: &str,
         depth: usize,
     ) {
         let dt: Option<&'static DataTypeDef> = self.defs.data_type(data_type);
         let composite = dt.is_some_and(|d| !d.components.is_empty());
-        if composite && depth < 2 {
-            let dt = dt.expect("checked");
+        if let Some(dt) = dt.filter(|_| composite && depth < 2) {
             // The table of a coded composite (CE, CWE, CNE...) applies to its identifier, component 1, when it names
             // HL7's table or no coding system at all.
             if let Some(t) = table
                 && depth == 0
                 && matches!(data_type, "CE" | "CWE" | "CNE" | "CF")
             {
-                let code = v
-                    .component(1)
-                    .map(|c| c.text().into_owned())
-                    .unwrap_or_default();
-                let system = v
-                    .component(3)
-                    .map(|c| c.text().into_owned())
-                    .unwrap_or_default();
-                let hl7 = system.is_empty() || system.eq_ignore_ascii_case(&format!("HL7{t:04}"));
+                let code = v.component(1).map(|c| c.text()).unwrap_or_default();
+                let system = v.component(3).map(|c| c.text()).unwrap_or_default();
+                let hl7 = system.is_empty()
+                    || (system.len() == 7
+                        && system.starts_with("HL7")
+                        && system[3..].parse() == Ok(t));
                 if hl7 && !code.is_empty() && dt.components.len() > 1 {
-                    self.table(
-                        ctx,
-                        &code,
-                        t,
-                        Rule::TableValue,
-                        &format!("{path}-1"),
-                        name,
-                        data_type,
-                    );
+                    let at = Ctx {
+                        component: 1,
+                        ..*ctx
+                    };
+                    self.table(&at, &code, t, Rule::TableValue, name, data_type);
                 }
             }
             for (k, cdef) in dt.components.iter().enumerate() {
@@ -794,35 +789,31 @@ impl Validator<'_, '_> {
                 let Some(part) = part.filter(|p| !p.is_empty() && !p.is_null()) else {
                     continue;
                 };
-                let sub = Ctx {
-                    component: if depth == 0 { k + 1 } else { ctx.component },
-                    ..*ctx
+                let sub = if depth == 0 {
+                    Ctx {
+                        component: k + 1,
+                        ..*ctx
+                    }
+                } else {
+                    Ctx {
+                        subcomponent: k + 1,
+                        ..*ctx
+                    }
                 };
-                let cpath = format!("{path}-{}", k + 1);
-                self.value(
-                    &sub,
-                    &part,
-                    ctype,
-                    cdef.table,
-                    &cpath,
-                    &cdef.name,
-                    depth + 1,
-                );
+                self.value(&sub, &part, ctype, cdef.table, &cdef.name, depth + 1);
             }
             return;
         }
         // A primitive (or a composite nested too deep to split further): its first part is the value.
-        let text = if composite {
-            v.component(1)
-                .map(|c| c.text().into_owned())
-                .unwrap_or_default()
+        let text: Cow<'_, str> = if composite {
+            v.component(1).map(|c| c.text()).unwrap_or_default()
         } else if depth == 0 {
             v.component(1)
                 .and_then(|c| c.subcomponent(1))
-                .map(|c| c.text().into_owned())
+                .map(|c| c.text())
                 .unwrap_or_default()
         } else {
-            v.text().into_owned()
+            v.text()
         };
         if text.is_empty() {
             return;
@@ -834,35 +825,27 @@ impl Validator<'_, '_> {
                 self.field_ref(ctx),
                 quote(&text)
             );
-            self.report(
-                Rule::DataType,
-                ctx.index,
-                path.to_owned(),
-                self.location(ctx.index, ctx.field, ctx.repetition, ctx.component),
-                message,
-            );
+            self.report_at(Rule::DataType, ctx, message);
             return;
         }
-        if let Some(t) = table {
+        if let Some(t) = table
+            && matches!(base, "ID" | "IS")
+        {
             let rule = if base == "ID" {
                 Rule::TableValueId
             } else {
                 Rule::TableValue
             };
-            if matches!(base, "ID" | "IS") {
-                self.table(ctx, &text, t, rule, path, name, data_type);
-            }
+            self.table(ctx, &text, t, rule, name, data_type);
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn table(
         &mut self,
         ctx: &Ctx,
         code: &str,
         table: u16,
         rule: Rule,
-        path: &str,
         name: &str,
         data_type: &str,
     ) {
@@ -900,8 +883,7 @@ impl Validator<'_, '_> {
                 ),
             ),
         };
-        let loc = self.location(ctx.index, ctx.field, ctx.repetition, ctx.component);
-        self.report(rule, ctx.index, path.to_owned(), loc, message);
+        self.report_at(rule, ctx, message);
     }
 
     /// `PID-5`, `OBX-6-1`: where a value is, as people write it.
@@ -932,6 +914,7 @@ struct Ctx {
     field: usize,
     repetition: usize,
     component: usize,
+    subcomponent: usize,
 }
 
 fn quote(text: &str) -> String {
