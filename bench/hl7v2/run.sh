@@ -2,7 +2,10 @@
 # HL7 v2 parsing, side by side in one run on this machine: Thoth (hl7v2), the hl7-parser and rust-hl7 crates
 # (crates.io), HAPI v2 2.6 (Maven Central), python-hl7 and hl7apy (PyPI), and a naive memchr delimiter scan
 # (the floor). Every engine reads the same four messages in messages/ and must read the same 10 values before it
-# is timed. Prints a ratio table (Markdown) and leaves the raw numbers in $OUT (default: results.tsv here).
+# is timed. Message structures too: Thoth's parse + group tree, parse + validation and group-path reads against
+# HAPI (its parse builds its structure; parse with its default validation; Terser.get) and hl7apy (strict parse +
+# validate(), find_groups), every engine reading the same 10 values through group paths. Prints ratio tables
+# (Markdown) and leaves the raw numbers in $OUT (default: results.tsv here).
 #
 #   bench/hl7v2/run.sh            # all engines
 #   SKIP="hapi hl7apy" bench/hl7v2/run.sh   # leave some out (names: rust hapi python)

@@ -39,5 +39,31 @@ for (msg, op), by in ns.items():
         continue
     best = min(peers, key=peers.get)
     floor = ns[(msg, "parse")].get("memchr-floor")
-    vs_floor = f"{thoth / floor:.1f}× the floor's time" if floor else "—"
+    vs_floor = f"{thoth / floor:.1f}× the floor's time" if floor and op == "parse" else "—"
     print(f"| {msg} | {op} | {fmt_t(thoth)} | {best} {fmt_t(peers[best])} | {peers[best] / thoth:.1f}× faster | {vs_floor} |")
+
+# Message structures. HAPI always builds its message structure when it parses, so its plain parse is the peer of
+# Thoth's parse + group tree; "validate" is HAPI's parse with its default validation context, hl7apy's strict parse
+# + validate(); the group-path reads are Terser.get for HAPI.
+STRUCTURE_OPS = [
+    ("parse + group tree", "parse+tree", "parse"),
+    ("parse + validation", "parse+validate", "parse+validate"),
+    ("parse + 10 group-path reads", "parse+get10-group", "parse+get10-group"),
+    ("10 group-path reads, parsed message", "get10-group", "get10-group"),
+]
+if any(op == "parse+tree" for _, op in ns):
+    print()
+    print("| message | operation | Thoth | Thoth vs its plain parse | HAPI 2.6 | Thoth vs HAPI | hl7apy | Thoth vs hl7apy |")
+    print("|---|---|---|---|---|---|---|---|")
+    for msg in sizes:
+        plain = ns[(msg, "parse")].get("thoth")
+        for label, op, peer_op in STRUCTURE_OPS:
+            thoth = ns[(msg, op)].get("thoth")
+            if thoth is None:
+                continue
+            own = f"{thoth / plain:.2f}×" if plain and op.startswith("parse") else "—"
+            cells = []
+            for engine in ("hapi-2.6", "hl7apy"):
+                t = ns[(msg, peer_op if engine == "hapi-2.6" else op)].get(engine)
+                cells += [fmt_t(t), f"{t / thoth:.1f}× faster"] if t else ["—", "—"]
+            print(f"| {msg} | {label} | {fmt_t(thoth)} | {own} | " + " | ".join(cells) + " |")

@@ -8,6 +8,8 @@ import sys
 import time
 
 import hl7
+from hl7apy.consts import VALIDATION_LEVEL
+from hl7apy.exceptions import ValidationError
 from hl7apy.parser import parse_message
 
 MESSAGES = [
@@ -20,6 +22,18 @@ ADT = [("MSH", 1, 9, 1), ("MSH", 1, 9, 2), ("MSH", 1, 10, 1), ("MSH", 1, 12, 1),
        ("PID", 1, 5, 1), ("PID", 1, 5, 2), ("PID", 1, 7, 1), ("PID", 1, 8, 1), ("PV1", 1, 2, 1)]
 ORU = [("MSH", 1, 9, 2), ("MSH", 1, 10, 1), ("PID", 1, 3, 1), ("PID", 1, 5, 1), ("OBR", 1, 4, 1),
        ("OBX", 1, 3, 1), ("OBX", 1, 5, 1), ("OBX", 2, 5, 1), ("OBX", 8, 5, 1), ("OBX", 8, 8, 1)]
+
+# Group paths, as in ../rust and ../java: (groups with 0-based repetitions, segment, field, component). The ADT^A01's
+# segments stand at the message level.
+_PR, _OO = ("oru_r01_patient_result", 0), ("oru_r01_order_observation", 0)
+ADT_GROUP = [((), s, f, c) for s, _, f, c in ADT]
+ORU_GROUP = [((), "MSH", 9, 2), ((), "MSH", 10, 1), ((_PR, ("oru_r01_patient", 0)), "PID", 3, 1),
+             ((_PR, ("oru_r01_patient", 0)), "PID", 5, 1), ((_PR, _OO), "OBR", 4, 1),
+             ((_PR, _OO, ("oru_r01_observation", 0)), "OBX", 3, 1), ((_PR, _OO, ("oru_r01_observation", 0)), "OBX", 5, 1),
+             ((_PR, _OO, ("oru_r01_observation", 1)), "OBX", 5, 1), ((_PR, _OO, ("oru_r01_observation", 7)), "OBX", 5, 1),
+             ((_PR, _OO, ("oru_r01_observation", 7)), "OBX", 8, 1)]
+# The structure operations are timed on these two only: hl7apy's strict parse takes milliseconds per KB.
+STRUCTURE_MESSAGES = ("adt_a01_316B", "oru_r01_814B")
 
 
 def timeit(budget_s, f):
@@ -52,6 +66,25 @@ def apy_get(m, q):
     return field.children[c - 1].value
 
 
+def apy_group_get(m, q):
+    groups, s, f, c = q
+    node = m
+    for name, rep in groups:
+        node = getattr(node, name)[rep]
+    seg = getattr(node, s.lower())
+    field = getattr(seg, f"{s.lower()}_{f}")
+    return field.children[c - 1].value
+
+
+def apy_validate(text):
+    """hl7apy's strict parse, then its structure validation; the ADT^A01 fails it (EVN is required)."""
+    m = parse_message(text, validation_level=VALIDATION_LEVEL.STRICT, find_groups=True)
+    try:
+        return m.validate()
+    except ValidationError as e:
+        return str(e)
+
+
 def main():
     directory = sys.argv[1]
     budget = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
@@ -81,6 +114,24 @@ def main():
 
         report("hl7apy", "parse", timeit(budget, lambda: parse_message(text, find_groups=False)))
         report("hl7apy", "parse+get10", timeit(budget, apy10))
+
+        if name not in STRUCTURE_MESSAGES:
+            continue
+        group = ADT_GROUP if name.startswith("adt") else ORU_GROUP
+        grouped = parse_message(text, find_groups=True)
+        got = [apy_group_get(grouped, q) for q in group]
+        assert got == expected, (name, got, expected)
+        verdict = apy_validate(text)
+        want = "Missing required child ADT_A01.EVN" if name.startswith("adt") else True
+        assert verdict == want, (name, verdict)
+
+        def apy_group10():
+            m = parse_message(text, find_groups=True)
+            return [apy_group_get(m, q) for q in group]
+
+        report("hl7apy", "parse+validate", timeit(budget, lambda: apy_validate(text)))
+        report("hl7apy", "parse+get10-group", timeit(budget, apy_group10))
+        report("hl7apy", "get10-group", timeit(budget, lambda: [apy_group_get(grouped, q) for q in group]))
 
 
 main()

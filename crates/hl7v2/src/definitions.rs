@@ -232,6 +232,11 @@ impl Definitions {
         Some(&self.data_types[i])
     }
 
+    /// The data type at an index resolved at decoding (see `FieldDef::type_index`).
+    pub(crate) fn data_type_at(&self, index: u32) -> Option<&DataTypeDef> {
+        self.data_types.get(index as usize)
+    }
+
     /// Every data type, sorted by id.
     pub fn data_types(&self) -> impl Iterator<Item = &DataTypeDef> {
         self.data_types.iter()
@@ -368,6 +373,9 @@ pub struct FieldDef {
     pub length: Option<u32>,
     /// HL7 table number (`1` for table 0001).
     pub table: Option<u16>,
+    /// Index of the data type in this version's sorted data types (`u32::MAX` when undefined): validation reads
+    /// it instead of searching by name for every value.
+    pub(crate) type_index: u32,
 }
 
 /// A data type: composite (with components) or primitive (none).
@@ -390,6 +398,8 @@ pub struct ComponentDef {
     pub length: Option<u32>,
     /// HL7 table number.
     pub table: Option<u16>,
+    /// As [`FieldDef`]'s: the data type's index, resolved once at decoding.
+    pub(crate) type_index: u32,
 }
 
 /// An HL7 code table with the codes its version lists.
@@ -599,6 +609,7 @@ impl Definitions {
                         max: max(max_text, line),
                         length: opt_num(length, line),
                         table: table_id(table, line),
+                        type_index: u32::MAX,
                     });
                 }
                 "C" => {
@@ -608,6 +619,7 @@ impl Definitions {
                         data_type: data_type.into(),
                         length: opt_num(length, line),
                         table: table_id(table, line),
+                        type_index: u32::MAX,
                     });
                 }
                 "S" | "D" | "M" => {
@@ -661,6 +673,22 @@ impl Definitions {
         debug_assert!(segments.is_sorted_by(|a, b| a.id < b.id));
         debug_assert!(data_types.is_sorted_by(|a, b| a.id < b.id));
         debug_assert!(structures.is_sorted_by(|a, b| a.id < b.id));
+        // Resolve every field's and component's data type to its index once.
+        let ids: Vec<Box<str>> = data_types.iter().map(|d| d.id.clone()).collect();
+        let index_of = |id: &str| {
+            ids.binary_search_by(|d| (**d).cmp(id))
+                .map_or(u32::MAX, |i| i as u32)
+        };
+        for seg in &mut segments {
+            for f in seg.fields.iter_mut() {
+                f.type_index = index_of(&f.data_type);
+            }
+        }
+        for dt in &mut data_types {
+            for c in dt.components.iter_mut() {
+                c.type_index = index_of(&c.data_type);
+            }
+        }
 
         let tables: Vec<&'static Table> = all_tables()
             .iter()

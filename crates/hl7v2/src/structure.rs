@@ -822,23 +822,24 @@ fn resolve(
     options: &TreeOptions,
 ) -> (Version, Version, Option<&'static MessageStructure>) {
     let msh = msg.segments().find(|s| s.id_bytes() == b"MSH");
-    // MSH-n-c, first repetition, first subcomponent, trimmed; "" when absent.
-    let read = |field: usize, component: usize| -> String {
+    // MSH-n-c, first repetition, first subcomponent; "" when absent. Borrowed unless it holds escapes.
+    let read = |field: usize, component: usize| -> std::borrow::Cow<'_, str> {
         msh.and_then(|m| m.field(field))
             .and_then(|f| f.repetition(1))
             .and_then(|r| r.component(component))
             .and_then(|c| c.subcomponent(1))
-            .map(|v| v.text().trim().to_owned())
+            .map(|v| v.text())
             .unwrap_or_default()
     };
     let version = options
         .force_version
         .unwrap_or_else(|| Version::parse(&read(12, 1)).unwrap_or(options.default_version));
     let (name, kind, event) = (read(9, 3), read(9, 1), read(9, 2));
+    let (name, kind, event) = (name.trim(), kind.trim(), event.trim());
     let find = |v: Version| {
         let defs: &'static Definitions = v.definitions();
-        defs.structure(&name)
-            .or_else(|| defs.structure_of_event(&kind, &event))
+        defs.structure(name)
+            .or_else(|| defs.structure_of_event(kind, event))
     };
     if let Some(s) = find(version) {
         return (version, version, Some(s));

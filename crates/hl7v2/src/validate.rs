@@ -484,14 +484,14 @@ impl Validator<'_, '_> {
     }
 
     fn cardinality(&mut self, c: &'static Compiled) {
-        use std::collections::HashMap;
         let instances: Vec<(u32, u32, u32)> = self.tree.group_instances().collect();
-        // (group instance, child node) -> (count, index of the last segment in it, for ordering)
-        let mut counts: HashMap<(u32, u32), u32> = HashMap::new();
+        // (group instance, child node), one entry per occurrence, sorted: a child's count is the length of its run.
+        let mut counts: Vec<(u32, u32)> =
+            Vec::with_capacity(self.msg.segment_count() + instances.len());
         // The last segment index seen in each group instance (issues about it are reported there).
         let mut last_in: Vec<usize> = vec![0; instances.len()];
         for (i, (group, node, _)) in self.tree.placements().enumerate() {
-            *counts.entry((group, node)).or_default() += 1;
+            counts.push((group, node));
             let mut g = group;
             loop {
                 last_in[g as usize] = last_in[g as usize].max(i);
@@ -501,10 +501,17 @@ impl Validator<'_, '_> {
                 g = instances[g as usize].1;
             }
         }
-        for (g, &(node, parent, _)) in instances.iter().enumerate().skip(1) {
-            *counts.entry((parent, node)).or_default() += 1;
-            let _ = g;
-        }
+        counts.extend(
+            instances
+                .iter()
+                .skip(1)
+                .map(|&(node, parent, _)| (parent, node)),
+        );
+        counts.sort_unstable();
+        let count_of = |key: (u32, u32)| {
+            let start = counts.partition_point(|k| *k < key);
+            counts[start..].iter().take_while(|k| **k == key).count() as u32
+        };
         for (g, &(node, _, _)) in instances.iter().enumerate() {
             let group = &c.nodes[node as usize];
             // Paths are written only for issues.
@@ -512,7 +519,7 @@ impl Validator<'_, '_> {
             let mut choices: Vec<(u32, Vec<&str>, u32)> = Vec::new();
             for child in group.children.clone() {
                 let def = &c.nodes[child as usize];
-                let n = counts.get(&(g as u32, child)).copied().unwrap_or(0);
+                let n = count_of((g as u32, child));
                 if let Some(choice) = def.choice {
                     match choices.iter_mut().find(|(id, _, _)| *id == choice) {
                         Some((_, names, present)) => {
@@ -715,7 +722,15 @@ impl Validator<'_, '_> {
                         self.report_at(Rule::Length, &ctx, message);
                     }
                 }
-                self.value(&ctx, &rep, &fdef.data_type, fdef.table, &fdef.name, 0);
+                self.value(
+                    &ctx,
+                    &rep,
+                    &fdef.data_type,
+                    fdef.type_index,
+                    fdef.table,
+                    &fdef.name,
+                    0,
+                );
             }
         }
         if count > defs.len() {
@@ -741,17 +756,19 @@ impl Validator<'_, '_> {
     }
 
     /// Checks one repetition (depth 0), component (1) or subcomponent (2) against its data type (recursing into
-    /// components) and its table.
+    /// components) and its table. `type_index` is the data type resolved at decoding (`u32::MAX`: none).
+    #[allow(clippy::too_many_arguments)]
     fn value(
         &mut self,
         ctx: &Ctx,
         v: &Value<'_>,
         data_type: &str,
+        type_index: u32,
         table: Option<u16>,
         name: &str,
         depth: usize,
     ) {
-        let dt: Option<&'static DataTypeDef> = self.defs.data_type(data_type);
+        let dt: Option<&'static DataTypeDef> = self.defs.data_type_at(type_index);
         let composite = dt.is_some_and(|d| !d.components.is_empty());
         if let Some(dt) = dt.filter(|_| composite && depth < 2) {
             // The table of a coded composite (CE, CWE, CNE...) applies to its identifier, component 1, when it names
@@ -774,20 +791,16 @@ impl Validator<'_, '_> {
                     self.table(&at, &code, t, Rule::TableValue, name, data_type);
                 }
             }
-            for (k, cdef) in dt.components.iter().enumerate() {
-                // The sources type TS.1 as ST before 2.5; it is a timestamp in every version.
-                let ctype: &str = if data_type == "TS" && k == 0 {
-                    "DTM"
-                } else {
-                    &cdef.data_type
-                };
-                let part = if depth == 0 {
-                    v.component(k + 1)
-                } else {
-                    v.subcomponent(k + 1)
-                };
-                let Some(part) = part.filter(|p| !p.is_empty() && !p.is_null()) else {
+            // One pass over the parts (components, or subcomponents of a component), beside their definitions.
+            for (k, (part, cdef)) in v.parts().zip(dt.components.iter()).enumerate() {
+                if part.is_empty() || part.is_null() {
                     continue;
+                }
+                // The sources type TS.1 as ST before 2.5; it is a timestamp in every version.
+                let (ctype, cindex): (&str, u32) = if data_type == "TS" && k == 0 {
+                    ("DTM", u32::MAX)
+                } else {
+                    (&cdef.data_type, cdef.type_index)
                 };
                 let sub = if depth == 0 {
                     Ctx {
@@ -800,7 +813,15 @@ impl Validator<'_, '_> {
                         ..*ctx
                     }
                 };
-                self.value(&sub, &part, ctype, cdef.table, &cdef.name, depth + 1);
+                self.value(
+                    &sub,
+                    &part,
+                    ctype,
+                    cindex,
+                    cdef.table,
+                    &cdef.name,
+                    depth + 1,
+                );
             }
             return;
         }

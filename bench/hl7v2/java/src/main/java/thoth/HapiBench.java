@@ -14,7 +14,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 
-/** HAPI v2 2.6: PipeParser parse, and parse + 10 Terser reads; prints engine/message/op/ns lines. */
+/**
+ * HAPI v2 2.6: PipeParser parse, and parse + 10 Terser reads; parse with HAPI's default validation; 10 Terser reads
+ * through group paths, with and without the parse. Prints engine/message/op/ns lines.
+ */
 public final class HapiBench {
     private static final String[][] MESSAGES = {
         {"adt_a01_316B", "adt_a01.hl7"}, {"oru_r01_814B", "oru_r01.hl7"},
@@ -25,6 +28,29 @@ public final class HapiBench {
     private static final String[] ORU = {"/MSH-9-2", "/MSH-10", "/.PID-3-1", "/.PID-5-1", "/.OBR-4-1",
         "/.OBSERVATION(0)/OBX-3-1", "/.OBSERVATION(0)/OBX-5", "/.OBSERVATION(1)/OBX-5",
         "/.OBSERVATION(7)/OBX-5", "/.OBSERVATION(7)/OBX-8"};
+
+    // The same 10 values through group paths: every segment named where the v2.5 structure puts it.
+    private static final String[] ORU_GROUP = {"/MSH-9-2", "/MSH-10", "/PATIENT_RESULT/PATIENT/PID-3-1",
+        "/PATIENT_RESULT/PATIENT/PID-5-1", "/PATIENT_RESULT/ORDER_OBSERVATION/OBR-4-1",
+        "/PATIENT_RESULT/ORDER_OBSERVATION/OBSERVATION(0)/OBX-3-1",
+        "/PATIENT_RESULT/ORDER_OBSERVATION/OBSERVATION(0)/OBX-5",
+        "/PATIENT_RESULT/ORDER_OBSERVATION/OBSERVATION(1)/OBX-5",
+        "/PATIENT_RESULT/ORDER_OBSERVATION/OBSERVATION(7)/OBX-5",
+        "/PATIENT_RESULT/ORDER_OBSERVATION/OBSERVATION(7)/OBX-8"};
+    // What every engine must read (rust/src/main.rs holds the same lists).
+    private static final String[] ADT_VALUES = {"ADT", "A01", "MSG00001", "2.5", "MRN12345", "DOE", "JOHN",
+        "19800315", "M", "I"};
+    private static final String[] ORU_VALUES = {"R01", "MSG00002", "MRN12345", "DOE", "58410-2", "6690-2", "7.5",
+        "4.85", "452", "H"};
+
+    static void expect(String name, Message msg, String[] paths, String[] values) throws Exception {
+        Terser t = new Terser(msg);
+        for (int i = 0; i < paths.length; i++) {
+            String v = t.get(paths[i]);
+            if (!values[i].equals(v))
+                throw new IllegalStateException(name + " " + paths[i] + " = " + v + ", expected " + values[i]);
+        }
+    }
 
     interface Op { Object run() throws Exception; }
 
@@ -53,20 +79,49 @@ public final class HapiBench {
         HapiContext ctx = new DefaultHapiContext();
         ctx.setValidationContext(ValidationContextFactory.noValidation());
         PipeParser parser = ctx.getPipeParser();
+        // HAPI's default: a DefaultHapiContext validates with ValidationContextFactory.defaultValidation()
+        // (primitive-type rules, applied as the parser sets each value).
+        HapiContext validating = new DefaultHapiContext();
+        PipeParser validatingParser = validating.getPipeParser();
         for (String[] m : MESSAGES) {
             String text = new String(Files.readAllBytes(Path.of(dir, m[1])), StandardCharsets.UTF_8);
-            String[] paths = m[0].startsWith("adt") ? ADT : ORU;
+            boolean adt = m[0].startsWith("adt");
+            String[] paths = adt ? ADT : ORU;
+            // The ADT^A01's segments stand at the message level: its flat Terser paths are its group paths.
+            String[] group = adt ? ADT : ORU_GROUP;
+            String[] values = adt ? ADT_VALUES : ORU_VALUES;
             Message check = parser.parse(text);
-            Terser ct = new Terser(check);
-            for (String p : paths) {
-                String v = ct.get(p);
-                if (v == null || v.isEmpty()) throw new IllegalStateException(m[0] + " " + p + " is empty");
+            expect(m[0], check, paths, values);
+            expect(m[0], check, group, values);
+            // Parses with the default validation (throws on a rule violation), which is on: a letter in
+            // PID-7 (a TS) fails it.
+            expect(m[0], validatingParser.parse(text), group, values);
+            boolean rejected = false;
+            try {
+                validatingParser.parse(text.replace("|19800315|", "|1980X315|"));
+            } catch (ca.uhn.hl7v2.HL7Exception e) {
+                rejected = true;
             }
+            if (!rejected) throw new IllegalStateException(m[0] + ": HAPI's default validation accepted a bad PID-7");
             System.out.printf("hapi-2.6\t%s\tparse\t%.1f%n", m[0], time(budget, () -> parser.parse(text)));
             System.out.printf("hapi-2.6\t%s\tparse+get10\t%.1f%n", m[0], time(budget, () -> {
                 Terser t = new Terser(parser.parse(text));
                 int len = 0;
                 for (String p : paths) len += t.get(p).length();
+                return len;
+            }));
+            System.out.printf("hapi-2.6\t%s\tparse+validate\t%.1f%n", m[0],
+                time(budget, () -> validatingParser.parse(text)));
+            System.out.printf("hapi-2.6\t%s\tparse+get10-group\t%.1f%n", m[0], time(budget, () -> {
+                Terser t = new Terser(parser.parse(text));
+                int len = 0;
+                for (String p : group) len += t.get(p).length();
+                return len;
+            }));
+            System.out.printf("hapi-2.6\t%s\tget10-group\t%.1f%n", m[0], time(budget, () -> {
+                Terser t = new Terser(check);
+                int len = 0;
+                for (String p : group) len += t.get(p).length();
                 return len;
             }));
         }
