@@ -157,6 +157,15 @@ pub(crate) struct Compiled {
     pub(crate) nodes: Vec<Node>,
     /// Per choice (inlined choice group), its own minimum: 1 when one member is required.
     pub(crate) choice_min: Vec<u32>,
+    /// The distinct segment keys of the structure, sorted: bit `i` of a node's sets stands for `alphabet[i]`.
+    alphabet: Box<[u32]>,
+}
+
+impl Compiled {
+    /// The bit of a segment key in this structure's sets; 0 for a segment the structure does not contain.
+    fn bit(&self, key: u32) -> u128 {
+        self.alphabet.binary_search(&key).map_or(0, |i| 1u128 << i)
+    }
 }
 
 #[derive(Debug)]
@@ -172,11 +181,13 @@ pub(crate) struct Node {
     pub(crate) parent: u32,
     /// Children (groups only), contiguous.
     pub(crate) children: std::ops::Range<u32>,
-    /// HAPI's "possible first children": segment keys that may start this group (or the segment's own key).
-    first: Box<[u32]>,
-    /// HAPI's "names of all possible following leaves" (segments only), sorted: every segment after this one in
-    /// document order, and the possible first children of every repeating group around it or around any of them.
-    following: Box<[u32]>,
+    /// HAPI's "possible first children": the segments that may start this group (or the segment itself), as bits
+    /// of the structure's alphabet.
+    first: u128,
+    /// HAPI's "names of all possible following leaves" (segments only), as bits of the alphabet: every segment after
+    /// this one in document order, and the possible first children of every repeating group around it or around
+    /// any of them.
+    following: u128,
     /// False for the last segment of the structure in document order (HAPI's `getNextLeaf() == null`).
     has_next_leaf: bool,
 }
@@ -220,8 +231,8 @@ fn compile(structure: &MessageStructure) -> Compiled {
         choice: None,
         parent: 0,
         children: 0..0,
-        first: Box::default(),
-        following: Box::default(),
+        first: 0,
+        following: 0,
         has_next_leaf: false,
     }];
     let mut choice_min = Vec::new();
@@ -282,14 +293,34 @@ fn compile(structure: &MessageStructure) -> Compiled {
         nodes[i].has_next_leaf = next.is_some();
         next = Some(leaf);
     }
+    // The structure's alphabet: its distinct segment identifiers, sorted; sets become bit masks over it (the
+    // largest structure of 2.1-2.8.2 has 48 distinct segments).
+    let mut alphabet: Vec<u32> = nodes
+        .iter()
+        .filter(|n| !n.is_group())
+        .map(|n| n.key)
+        .collect();
+    alphabet.sort_unstable();
+    alphabet.dedup();
+    assert!(
+        alphabet.len() <= 128,
+        "{} has more than 128 distinct segments",
+        structure.id
+    );
+    let mask = |keys: &[u32]| {
+        keys.iter()
+            .filter_map(|k| alphabet.binary_search(k).ok().filter(|i| *i < 128))
+            .fold(0u128, |m, i| m | (1u128 << i))
+    };
     for (i, node) in nodes.iter_mut().enumerate() {
-        node.first = std::mem::take(&mut first[i]).into_boxed_slice();
-        node.following = std::mem::take(&mut following[i]).into_boxed_slice();
+        node.first = mask(&first[i]);
+        node.following = mask(&following[i]);
     }
     Compiled {
         id: structure.id.clone(),
         nodes,
         choice_min,
+        alphabet: alphabet.into_boxed_slice(),
     }
 }
 
@@ -330,8 +361,8 @@ fn add_children(
             choice: *choice,
             parent,
             children: 0..0,
-            first: Box::default(),
-            following: Box::default(),
+            first: 0,
+            following: 0,
             has_next_leaf: false,
         });
     }
@@ -387,7 +418,8 @@ impl GroupTree {
             extra_names: HashSet::new(),
             next_numeral: HashMap::new(),
         };
-        let nodes: &[Node] = compiled.map_or(&GENERIC.get_or_init(generic).nodes, |c| &c.nodes);
+        let structure: &Compiled = compiled.unwrap_or_else(|| GENERIC.get_or_init(generic));
+        let nodes: &[Node] = &structure.nodes;
         let mut stack = Vec::with_capacity(8);
         stack.push(Position {
             node: 0,
@@ -402,10 +434,16 @@ impl GroupTree {
             });
         }
         for seg in msg.segments() {
-            tree.place(nodes, &mut stack, seg_key(seg.id_bytes()), seg.id());
+            let key = seg_key(seg.id_bytes());
+            tree.place(nodes, &mut stack, key, structure.bit(key), seg.id_bytes());
         }
         let defs = version.definitions();
-        for (i, p) in tree.placed.iter().enumerate() {
+        let placed = if tree.extra.is_empty() {
+            &[][..]
+        } else {
+            &tree.placed[..]
+        };
+        for (i, p) in placed.iter().enumerate() {
             if p.node < EXTRA_BASE {
                 continue;
             }
@@ -625,7 +663,7 @@ impl GroupTree {
     }
 
     /// Places the next segment (key `key`) from the position on top of `stack`, as HAPI's iterator does.
-    fn place(&mut self, nodes: &[Node], stack: &mut Vec<Position>, key: u32, id: &str) {
+    fn place(&mut self, nodes: &[Node], stack: &mut Vec<Position>, key: u32, bit: u128, id: &[u8]) {
         // Each step moves forward in the structure, enters a group or leaves groups; the bound only guards
         // against a bug.
         let mut budget = 4 * nodes.len() + 16;
@@ -654,11 +692,11 @@ impl GroupTree {
                     });
                     return;
                 }
-                if def.following.binary_search(&key).is_err() {
+                if def.following & bit == 0 {
                     self.add_extra(stack, key, id, def_node);
                     return;
                 }
-            } else if (repeats || top.rep < 0) && def.first.binary_search(&key).is_ok() {
+            } else if (repeats || top.rep < 0) && def.first & bit != 0 {
                 stack[last].rep += 1;
                 let instance = self.groups.len() as u32;
                 self.groups.push(GroupInstance {
@@ -675,7 +713,7 @@ impl GroupTree {
                 continue;
             }
             if is_final_child(nodes, def_node) {
-                match pop_until_match(nodes, stack, key) {
+                match pop_until_match(nodes, stack, bit) {
                     Some(depth) => stack.truncate(depth),
                     None => {
                         self.add_extra(stack, key, id, def_node);
@@ -704,7 +742,9 @@ impl GroupTree {
 
     /// Adds an unexpected segment right after the current position, in the current group, named by its
     /// identifier (with a numeral when the group already has that name), and makes it the position.
-    fn add_extra(&mut self, stack: &mut Vec<Position>, key: u32, id: &str, anchor: u32) {
+    fn add_extra(&mut self, stack: &mut Vec<Position>, key: u32, id: &[u8], anchor: u32) {
+        let id = String::from_utf8_lossy(id);
+        let id: &str = &id;
         let at_root = stack.len() <= 1;
         let group = if at_root {
             0
@@ -776,7 +816,7 @@ fn is_final_child(nodes: &[Node], node: u32) -> bool {
 
 /// HAPI's `popUntilMatchFound`: leaves the groups that end here until one may start with `key` or is followed
 /// by a sibling. Returns the new stack length, or `None` when the message level is reached.
-fn pop_until_match(nodes: &[Node], stack: &[Position], key: u32) -> Option<usize> {
+fn pop_until_match(nodes: &[Node], stack: &[Position], bit: u128) -> Option<usize> {
     let mut len = stack.len() - 1;
     loop {
         if len == 0 {
@@ -786,7 +826,7 @@ fn pop_until_match(nodes: &[Node], stack: &[Position], key: u32) -> Option<usize
         if t >= EXTRA_BASE {
             return Some(len);
         }
-        if nodes[t as usize].first.binary_search(&key).is_ok() {
+        if nodes[t as usize].first & bit != 0 {
             return Some(len);
         }
         if !is_final_child(nodes, t) {

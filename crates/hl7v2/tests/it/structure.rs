@@ -434,3 +434,24 @@ fn every_segment_path_leads_back_to_its_segment() {
     }
     assert!(checked > 8000, "{checked}");
 }
+
+#[test]
+fn every_structure_of_every_version_builds_a_tree() {
+    // An MSH-only message of each structure: placement works over every compiled structure (each has at most
+    // 128 distinct segments, which the placement's bit sets assume).
+    for v in Version::ALL {
+        for s in v.definitions().structures() {
+            let (kind, event) = s.id.split_once('_').unwrap_or((&s.id, ""));
+            let text = format!(
+                "MSH|^~\\&|A|B|C|D|20240101||{kind}^{event}^{}|1|P|{}\rZZZ|1\r",
+                s.id,
+                v.as_str()
+            );
+            let msg = Message::parse(text.as_bytes());
+            let tree = msg.group_tree();
+            assert_eq!(tree.structure_id(), Some(&*s.id), "{v} {}", s.id);
+            assert_eq!(tree.path_of(0).as_deref(), Some("/MSH(0)"), "{v} {}", s.id);
+            assert_eq!(tree.unexpected().len(), 1);
+        }
+    }
+}
