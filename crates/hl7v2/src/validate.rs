@@ -836,6 +836,8 @@ impl Validator<'_, '_> {
         } else {
             v.text()
         };
+        // Trailing spaces are padding, as receivers read them (a fixed-width sender's `N  `).
+        let text = text.trim_end_matches(' ');
         if text.is_empty() {
             return;
         }
@@ -857,7 +859,7 @@ impl Validator<'_, '_> {
             } else {
                 Rule::TableValue
             };
-            self.table(ctx, &text, t, rule, name, data_type);
+            self.table(ctx, text, t, rule, name, data_type);
         }
     }
 
@@ -910,10 +912,10 @@ impl Validator<'_, '_> {
     /// `PID-5`, `OBX-6-1`: where a value is, as people write it.
     fn field_ref(&self, ctx: &Ctx) -> String {
         let id = self.msg.segment(ctx.index).map_or("", |s| s.id());
-        if ctx.component > 0 {
-            format!("{id}-{}-{}", ctx.field, ctx.component)
-        } else {
-            format!("{id}-{}", ctx.field)
+        match (ctx.component, ctx.subcomponent) {
+            (0, _) => format!("{id}-{}", ctx.field),
+            (c, 0) => format!("{id}-{}-{c}", ctx.field),
+            (c, sub) => format!("{id}-{}-{c}-{sub}", ctx.field),
         }
     }
 }

@@ -4,6 +4,7 @@
 mod crash;
 mod fhir_protoc;
 mod hl7_cli;
+mod hl7apy_verdicts;
 mod serve;
 mod terminology;
 
