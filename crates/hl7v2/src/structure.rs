@@ -506,22 +506,10 @@ impl GroupTree {
 
     /// The full group path of the segment at a 0-based message index, every index written, 0-based.
     pub fn path_of(&self, segment_index: usize) -> Option<String> {
+        use std::fmt::Write as _;
         let p = self.placed.get(segment_index)?;
-        let mut parts = vec![(self.node_name(p.node), p.rep)];
-        let mut g = p.group;
-        while g != 0 {
-            let inst = self.groups[g as usize];
-            parts.push((self.node_name(inst.node), inst.rep));
-            g = inst.parent;
-        }
-        let mut out = String::new();
-        for (name, rep) in parts.iter().rev() {
-            out.push('/');
-            out.push_str(name);
-            out.push('(');
-            out.push_str(&rep.to_string());
-            out.push(')');
-        }
+        let mut out = self.group_path(p.group);
+        let _ = write!(out, "/{}({})", self.node_name(p.node), p.rep);
         Some(out)
     }
 
@@ -554,6 +542,7 @@ impl GroupTree {
 
     /// The path of a group instance (`/PATIENT_RESULT(0)/ORDER_OBSERVATION(1)`; empty for the message).
     pub(crate) fn group_path(&self, mut g: u32) -> String {
+        use std::fmt::Write as _;
         let mut parts = Vec::new();
         while g != 0 {
             let inst = self.groups[g as usize];
@@ -562,9 +551,7 @@ impl GroupTree {
         }
         let mut out = String::new();
         for (name, rep) in parts.iter().rev() {
-            out.push('/');
-            out.push_str(name);
-            out.push_str(&format!("({rep})"));
+            let _ = write!(out, "/{name}({rep})");
         }
         out
     }
