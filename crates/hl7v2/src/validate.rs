@@ -842,11 +842,11 @@ impl Validator<'_, '_> {
             return;
         }
         let base = if composite { "" } else { data_type };
-        if let Some(problem) = check_primitive(base, &text) {
+        if let Some(problem) = check_primitive(base, text) {
             let message = format!(
                 "{} ({name}) {problem}: {}",
                 self.field_ref(ctx),
-                quote(&text)
+                quote(text)
             );
             self.report_at(Rule::DataType, ctx, message);
             return;
