@@ -166,6 +166,8 @@ pub struct Definitions {
     data_types: Vec<DataTypeDef>,
     /// Sorted by id; shared between the versions that have the same table.
     tables: Vec<&'static Table>,
+    /// The tables' numbers, beside `tables`: the search reads one contiguous array instead of chasing pointers.
+    table_ids: Vec<u16>,
     /// (message type, event, index into `structures`) from table 0354, sorted, for this version's structures.
     events: Vec<(&'static str, &'static str, usize)>,
 }
@@ -244,7 +246,7 @@ impl Definitions {
 
     /// A code table by number (`1` = HL7 table 0001), when this version's sources list its codes.
     pub fn table(&self, id: u16) -> Option<&Table> {
-        let i = self.tables.binary_search_by_key(&id, |t| t.id).ok()?;
+        let i = self.table_ids.binary_search(&id).ok()?;
         Some(self.tables[i])
     }
 
@@ -714,6 +716,7 @@ impl Definitions {
             structures,
             segments,
             data_types,
+            table_ids: tables.iter().map(|t| t.id).collect(),
             tables,
             events,
         }
