@@ -135,7 +135,19 @@ impl Engine {
             .filter(|d| d.severity() == hl7v2::Severity::Error)
             .count();
         let has_header = msg.segment(0).is_some_and(|s| s.id_bytes() == b"MSH");
-        let rejected = parse_errors > 0 || !has_header;
+        // Every version requires the message type and the control id: without them nothing can route, deduplicate
+        // or acknowledge the message (MSA-2 echoes MSH-10), so it is refused whatever the validation mode.
+        let missing: Vec<(usize, &str)> = [(9, "message type"), (10, "message control id")]
+            .into_iter()
+            .filter(|(f, _)| {
+                has_header
+                    && msg
+                        .segment(0)
+                        .and_then(|s| s.field(*f))
+                        .is_none_or(|v| v.text().trim().is_empty())
+            })
+            .collect();
+        let rejected = parse_errors > 0 || !has_header || !missing.is_empty();
         let enhanced = msg.ack_mode() == AckMode::Enhanced;
         let mode = inner.config.validation.mode;
         // Validated only when it parsed: an unparseable message is rejected whatever its content.
@@ -159,10 +171,19 @@ impl Engine {
                 .collect()
         };
         let note = if rejected {
-            Some(if has_header {
-                format!("{parse_errors} parse error(s)")
-            } else {
+            Some(if !has_header {
                 "no MSH segment".to_string()
+            } else {
+                let mut parts = Vec::new();
+                if parse_errors > 0 {
+                    parts.push(format!("{parse_errors} parse error(s)"));
+                }
+                if !missing.is_empty() {
+                    let fields: Vec<String> =
+                        missing.iter().map(|(f, _)| format!("MSH-{f}")).collect();
+                    parts.push(format!("{} empty", fields.join(" and ")));
+                }
+                parts.join("; ")
             })
         } else {
             report.as_ref().filter(|r| !r.issues.is_empty()).map(|r| {
@@ -209,7 +230,19 @@ impl Engine {
                 return invalid_ack(&msg, enhanced, report);
             }
             let code = if enhanced { AckCode::CR } else { AckCode::AR };
-            let ack = msg.ack(code).errors_from_diagnostics();
+            let mut ack = msg.ack(code).errors_from_diagnostics();
+            for &(field, what) in &missing {
+                ack = ack.error(AckError::new(
+                    ErrorCode::RequiredFieldMissing,
+                    ErrorLocation {
+                        segment_id: *b"MSH",
+                        sequence: 1,
+                        field,
+                        ..ErrorLocation::default()
+                    },
+                    format!("MSH-{field} ({what}) is required"),
+                ));
+            }
             let ack = if has_header {
                 ack
             } else {

@@ -165,3 +165,67 @@ async fn reject_caps_err_segments_and_answers_enhanced_mode_with_ce() {
     assert_eq!(msa(&ack), ("CE".into(), "ENH-1".into()));
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_header_without_type_or_control_id_is_refused_and_kept_whatever_the_mode() {
+    // Validation is off: the required header fields are checked anyway, since nothing can route, deduplicate or
+    // acknowledge a message without them.
+    let h = Harness::start("").await;
+    let mut c = h.client().await;
+    for (raw, missing) in [
+        (&b"MSH|"[..], vec!["9", "10"]),
+        (
+            &b"MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240101||||P|2.5.1\r"[..],
+            vec!["9", "10"],
+        ),
+        (
+            &b"MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240101||ADT^A01|| |P|2.5.1\r"[..],
+            vec!["10"],
+        ),
+    ] {
+        let ack = c.send(raw).await.unwrap();
+        let ack = hl7v2::Message::parse(&ack);
+        assert_eq!(
+            ack.get("MSA-1").as_deref(),
+            Some("AR"),
+            "{}",
+            String::from_utf8_lossy(raw)
+        );
+        let fields: Vec<String> = (1..)
+            .map_while(|n| ack.find_segment(b"ERR", n))
+            .filter(|e| e.field(2).is_some_and(|f| f.text().starts_with("MSH")))
+            .map(|e| {
+                e.field(2)
+                    .unwrap()
+                    .component(3)
+                    .unwrap()
+                    .text()
+                    .into_owned()
+            })
+            .collect();
+        assert_eq!(fields, missing, "ERR-2 points at each missing field");
+    }
+    // All three kept, marked rejected.
+    let page = h
+        .engine
+        .list(&interface::Query {
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(page.items.len(), 3);
+    for item in &page.items {
+        let m = h.engine.get(item.id).unwrap().unwrap();
+        assert_eq!(m.summary.status, Status::Rejected);
+        assert!(
+            m.summary
+                .note
+                .as_deref()
+                .is_some_and(|n| n.contains("MSH-10")),
+            "{:?}",
+            m.summary.note
+        );
+    }
+    assert_eq!(h.engine.stats().rejected, 3);
+    h.stop().await;
+}
