@@ -55,6 +55,15 @@ pub struct ListenerConfig {
     /// How many frames of one connection may be handled at the same time (a sender that pipelines); the
     /// connection stops reading when this many answers are owed.
     pub max_in_flight: usize,
+    /// The longest a frame may take from its first byte to its end (`None`: no limit); a sender that drips a frame
+    /// slower than this is disconnected. Unlike [`FrameConfig::in_frame_timeout`], steady bytes do not extend it.
+    pub frame_deadline: Option<Duration>,
+    /// How many connections may be open at once; further connections are closed as soon as they are accepted
+    /// (with a warning), and the open ones keep working.
+    pub max_connections: usize,
+    /// Bytes outside frames are logged at most once per this interval per connection, with a count of what was
+    /// skipped since the last warning (the first occurrence is logged at once).
+    pub junk_log_interval: Duration,
 }
 
 impl Default for ListenerConfig {
@@ -65,6 +74,9 @@ impl Default for ListenerConfig {
             commit_acks: false,
             shutdown_grace: Duration::from_secs(5),
             max_in_flight: 64,
+            frame_deadline: Some(Duration::from_secs(60)),
+            max_connections: 1024,
+            junk_log_interval: Duration::from_secs(60),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! A framed connection: the decoder, the socket and the three timeouts.
+//! A framed connection: the decoder, the socket, the three timeouts and the frame deadline.
 
 use crate::codec::{Event, FrameDecoder, encode_frame};
 use crate::config::FrameConfig;
@@ -6,6 +6,7 @@ use crate::error::{MllpError, TimeoutPhase};
 use crate::stream::Stream;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::Instant;
 
 pub(crate) struct Connection {
     io: Stream,
@@ -13,6 +14,10 @@ pub(crate) struct Connection {
     cfg: FrameConfig,
     pub(crate) peer: String,
     out: Vec<u8>,
+    /// The longest a frame may take from its first byte to its end (`None`: no limit).
+    frame_deadline: Option<Duration>,
+    /// When the frame in progress started (its first byte was seen), if one is in progress.
+    frame_started: Option<Instant>,
 }
 
 impl Connection {
@@ -23,7 +28,14 @@ impl Connection {
             cfg,
             peer,
             out: Vec::with_capacity(4096),
+            frame_deadline: None,
+            frame_started: None,
         }
+    }
+
+    /// Bounds the time from the first byte of a frame to its end, however steadily its bytes arrive.
+    pub(crate) fn set_frame_deadline(&mut self, deadline: Option<Duration>) {
+        self.frame_deadline = deadline;
     }
 
     /// Whether a frame is partly received.
@@ -41,12 +53,36 @@ impl Connection {
     pub(crate) async fn next_event(&mut self) -> Result<Option<Event>, MllpError> {
         loop {
             if let Some(event) = self.decoder.decode() {
+                if !matches!(event, Event::Junk { .. }) {
+                    // The frame in progress ended (complete, oversized or restarted): the next one gets its own
+                    // deadline.
+                    self.frame_started = None;
+                }
                 return Ok(Some(event));
             }
-            let (phase, limit) = if self.decoder.in_frame() {
-                (TimeoutPhase::InFrame, self.cfg.in_frame_timeout)
+            let (phase, limit, reported) = if self.decoder.in_frame() {
+                let started = *self.frame_started.get_or_insert_with(Instant::now);
+                let gap = self.cfg.in_frame_timeout;
+                match self.frame_deadline {
+                    Some(deadline) => {
+                        let left = deadline.saturating_sub(started.elapsed());
+                        if left.is_zero() {
+                            return Err(MllpError::Timeout {
+                                phase: TimeoutPhase::FrameDeadline,
+                                after: deadline,
+                                peer: self.peer.clone(),
+                            });
+                        }
+                        match gap {
+                            Some(gap) if gap < left => (TimeoutPhase::InFrame, Some(gap), gap),
+                            _ => (TimeoutPhase::FrameDeadline, Some(left), deadline),
+                        }
+                    }
+                    None => (TimeoutPhase::InFrame, gap, gap.unwrap_or_default()),
+                }
             } else {
-                (TimeoutPhase::Idle, self.cfg.idle_timeout)
+                let idle = self.cfg.idle_timeout;
+                (TimeoutPhase::Idle, idle, idle.unwrap_or_default())
             };
             let buf = self.decoder.buffer_mut();
             buf.reserve(16 * 1024);
@@ -57,7 +93,7 @@ impl Connection {
                         .await
                         .map_err(|_| MllpError::Timeout {
                             phase,
-                            after,
+                            after: reported,
                             peer: self.peer.clone(),
                         })?
                 }

@@ -8,6 +8,8 @@ pub enum TimeoutPhase {
     Idle,
     /// A frame started but no byte of it arrived for the in-frame timeout.
     InFrame,
+    /// A frame did not end within the frame deadline after its first byte (a sender dripping bytes).
+    FrameDeadline,
     /// Writing a frame did not finish within the write timeout.
     Write,
     /// The peer did not answer a frame within the reply timeout (client side).

@@ -5,7 +5,10 @@
 //! pipelined frames both work, bytes outside frames are skipped or rejected by [`JunkPolicy`], frames over the size
 //! limit are dropped (the [`Handler`] gets their head to answer with a rejecting ACK) and decoding resumes at the
 //! next frame end. Idle, in-frame and write timeouts are separate, so a slow sender keeps its partial frame and
-//! never holds up other connections. MLLP release 2 commit acknowledgements are an option.
+//! never holds up other connections; a whole-frame deadline ([`ListenerConfig::frame_deadline`]) still disconnects a
+//! sender that drips a frame byte by byte, the number of open connections is capped
+//! ([`ListenerConfig::max_connections`]), and warnings about bytes outside frames are rate-limited per connection.
+//! MLLP release 2 commit acknowledgements are an option.
 //!
 //! ```no_run
 //! use std::sync::Arc;

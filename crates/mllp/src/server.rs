@@ -11,8 +11,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 /// The payload of an MLLP release 2 commit acknowledgement (ACK).
 pub const COMMIT_ACK: &[u8] = &[0x06];
@@ -98,17 +99,34 @@ impl Listener {
         let (stop_tx, stop_rx) = watch::channel(false);
         let acceptor = self.cfg.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         let mut tasks = JoinSet::new();
+        let slots = Arc::new(Semaphore::new(self.cfg.max_connections.max(1)));
+        let mut refusals = Throttle::new(Duration::from_secs(1));
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
                 accepted = self.tcp.accept() => match accepted {
                     Ok((tcp, addr)) => {
+                        let Ok(slot) = slots.clone().try_acquire_owned() else {
+                            // At the cap: close at once (dropping the socket), so that the open connections keep
+                            // their share of the process.
+                            drop(tcp);
+                            if let Some((refused, _)) = refusals.note(1, Instant::now()) {
+                                tracing::warn!(
+                                    peer = %addr,
+                                    refused,
+                                    max_connections = self.cfg.max_connections,
+                                    "MLLP connection refused: too many open connections"
+                                );
+                            }
+                            continue;
+                        };
                         let cfg = self.cfg.clone();
                         let handler = handler.clone();
                         let acceptor = acceptor.clone();
                         let stop = stop_rx.clone();
                         tasks.spawn(async move {
+                            let _slot = slot;
                             if let Err(e) = run_connection(tcp, addr, acceptor, cfg, handler, stop).await {
                                 tracing::warn!(peer = %addr, "MLLP connection ended: {e}");
                             }
@@ -167,6 +185,34 @@ async fn run_connection<H: Handler>(
     };
     tracing::debug!(%addr, tls = peer.tls, "MLLP connection accepted");
     let mut conn = Connection::new(stream, cfg.frame.clone(), peer_text);
+    conn.set_frame_deadline(cfg.frame_deadline);
+    let mut junk_log = Throttle::new(cfg.junk_log_interval);
+    let result = serve_connection(
+        &mut conn,
+        addr,
+        &cfg,
+        &*handler,
+        &peer,
+        &mut stop,
+        &mut junk_log,
+    )
+    .await;
+    if let Some((chunks, bytes)) = junk_log.pending() {
+        tracing::warn!(%addr, bytes, chunks, "bytes outside an MLLP frame skipped since the last warning");
+    }
+    result
+}
+
+/// The read-handle-answer loop of one connection.
+async fn serve_connection<H: Handler>(
+    conn: &mut Connection,
+    addr: SocketAddr,
+    cfg: &ListenerConfig,
+    handler: &H,
+    peer: &Peer,
+    stop: &mut watch::Receiver<bool>,
+    junk_log: &mut Throttle,
+) -> Result<(), MllpError> {
     let max_in_flight = cfg.max_in_flight.max(1);
     let mut in_flight = InFlight::default();
     loop {
@@ -175,7 +221,7 @@ async fn run_connection<H: Handler>(
             // Shutting down: answer what is in hand, read nothing more.
             while !in_flight.is_empty() {
                 let replies = in_flight.ready().await;
-                write_replies(&mut conn, cfg.commit_acks, &replies).await?;
+                write_replies(conn, cfg.commit_acks, &replies).await?;
             }
             break;
         }
@@ -196,7 +242,7 @@ async fn run_connection<H: Handler>(
             tokio::select! {
                 biased;
                 replies = in_flight.ready() => {
-                    write_replies(&mut conn, cfg.commit_acks, &replies).await?;
+                    write_replies(conn, cfg.commit_acks, &replies).await?;
                     continue;
                 }
                 event = conn.next_event() => match event {
@@ -205,7 +251,7 @@ async fn run_connection<H: Handler>(
                     end => {
                         while !in_flight.is_empty() {
                             let replies = in_flight.ready().await;
-                            if write_replies(&mut conn, cfg.commit_acks, &replies).await.is_err() {
+                            if write_replies(conn, cfg.commit_acks, &replies).await.is_err() {
                                 break;
                             }
                         }
@@ -217,7 +263,7 @@ async fn run_connection<H: Handler>(
         };
         let Some(event) = event else {
             let replies = in_flight.ready().await;
-            write_replies(&mut conn, cfg.commit_acks, &replies).await?;
+            write_replies(conn, cfg.commit_acks, &replies).await?;
             continue;
         };
         let inbound = match event {
@@ -237,7 +283,19 @@ async fn run_connection<H: Handler>(
                         len,
                     });
                 }
-                tracing::warn!(%addr, len, "bytes outside an MLLP frame skipped");
+                if let Some((chunks, bytes)) = junk_log.note(len, Instant::now()) {
+                    if chunks == 1 && junk_log.first() {
+                        tracing::warn!(
+                            %addr,
+                            bytes,
+                            chunks,
+                            "bytes outside an MLLP frame skipped (further ones on this connection are counted and logged at most every {:?})",
+                            cfg.junk_log_interval
+                        );
+                    } else {
+                        tracing::warn!(%addr, bytes, chunks, "bytes outside an MLLP frame skipped since the last warning");
+                    }
+                }
                 continue;
             }
             Event::Restarted { dropped } => {
@@ -245,7 +303,7 @@ async fn run_connection<H: Handler>(
                 continue;
             }
         };
-        in_flight.push(Box::pin(handler.handle(inbound, &peer)));
+        in_flight.push(Box::pin(handler.handle(inbound, peer)));
     }
     conn.shutdown().await;
     Ok(())
@@ -274,4 +332,54 @@ async fn write_replies(
         return Ok(());
     }
     conn.write_frames(&frames).await
+}
+
+/// Rate-limits a repeated warning: the first occurrence is reported at once, later ones at most once per interval,
+/// summed.
+pub(crate) struct Throttle {
+    interval: Duration,
+    last: Option<Instant>,
+    logged: usize,
+    events: usize,
+    amount: usize,
+}
+
+impl Throttle {
+    pub(crate) fn new(interval: Duration) -> Self {
+        Throttle {
+            interval,
+            last: None,
+            logged: 0,
+            events: 0,
+            amount: 0,
+        }
+    }
+
+    /// Counts one occurrence of `amount`; returns the (occurrences, amount) to report now, if it is time.
+    pub(crate) fn note(&mut self, amount: usize, now: Instant) -> Option<(usize, usize)> {
+        self.events += 1;
+        self.amount = self.amount.saturating_add(amount);
+        if self
+            .last
+            .is_some_and(|last| now.duration_since(last) < self.interval)
+        {
+            return None;
+        }
+        self.last = Some(now);
+        self.logged += 1;
+        self.pending()
+    }
+
+    /// Whether the report just returned by [`Throttle::note`] was the first.
+    pub(crate) fn first(&self) -> bool {
+        self.logged == 1
+    }
+
+    /// Takes what was counted and not yet reported.
+    pub(crate) fn pending(&mut self) -> Option<(usize, usize)> {
+        let taken = (self.events, self.amount);
+        self.events = 0;
+        self.amount = 0;
+        (taken.0 > 0).then_some(taken)
+    }
 }

@@ -555,6 +555,7 @@ impl SectionWriter {
     fn section<T: Pod>(&mut self, id: Section, data: &[T]) -> Result<(), ImportError> {
         let pad = (8 - self.pos % 8) % 8;
         self.write(&[0u8; 8][..pad as usize])?;
+        debug_assert_eq!(size_of::<T>(), id.elem_size(), "{id:?}");
         let bytes: &[u8] = bytemuck::cast_slice(data);
         self.entries.push(SectionEntry {
             id: id as u32,

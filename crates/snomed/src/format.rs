@@ -99,6 +99,43 @@ pub(crate) const ALL_SECTIONS: [Section; 28] = [
     Section::AltIds,
 ];
 
+impl Section {
+    /// The size in bytes of one element of this section, as written in the section table's `elem_size`.
+    pub(crate) fn elem_size(self) -> usize {
+        use Section as S;
+        match self {
+            S::Concepts => size_of::<ConceptRec>(),
+            S::Descriptions => size_of::<DescRec>(),
+            S::Lang => size_of::<LangRec>(),
+            S::LangRefsets => size_of::<LangRefsetRec>(),
+            S::Relationships => size_of::<RelRec>(),
+            S::Concrete => size_of::<ConcreteRec>(),
+            S::Members => size_of::<MemberRec>(),
+            S::RefsetInfo => size_of::<RefsetInfoRec>(),
+            S::Strings => 1,
+            S::EdgesByType => size_of::<crate::ecl_eval::TypedEdge>(),
+            S::AltIds => size_of::<AltIdRec>(),
+            S::ParentsOff
+            | S::Parents
+            | S::ChildrenOff
+            | S::Children
+            | S::AncestorsOff
+            | S::Ancestors
+            | S::DescendantsOff
+            | S::Descendants
+            | S::DescByConceptOff
+            | S::DescById
+            | S::LangOff
+            | S::RelBySourceOff
+            | S::RelByDest
+            | S::RelByDestOff
+            | S::ConcreteOff
+            | S::MembersByComponent
+            | S::EdgesByTypeOff => size_of::<u32>(),
+        }
+    }
+}
+
 /// A concept row, sorted by `id`; its position is the concept's dense index.
 #[derive(Clone, Copy, Pod, Zeroable, Debug)]
 #[repr(C)]

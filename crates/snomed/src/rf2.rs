@@ -179,13 +179,22 @@ pub(crate) fn open(file: &Rf2File) -> Result<Box<dyn BufRead>, ImportError> {
             };
             let mut zip = zip::ZipArchive::new(f).map_err(zip_err)?;
             let mut entry = zip.by_name(entry).map_err(zip_err)?;
-            let mut bytes = Vec::with_capacity(entry.size() as usize);
+            // The declared size is only a hint (a damaged or crafted archive may claim terabytes): pre-allocate at
+            // most `MAX_ZIP_PREALLOC` and let the buffer grow with the bytes that really decompress.
+            let mut bytes = Vec::with_capacity(zip_prealloc(entry.size()));
             entry
                 .read_to_end(&mut bytes)
                 .map_err(|e| ImportError::io(archive, e))?;
             Ok(Box::new(std::io::Cursor::new(bytes)))
         }
     }
+}
+
+/// The most memory reserved up front for a zip entry, whatever size it declares.
+const MAX_ZIP_PREALLOC: u64 = 64 << 20;
+
+fn zip_prealloc(declared: u64) -> usize {
+    usize::try_from(declared.min(MAX_ZIP_PREALLOC)).unwrap_or(0)
 }
 
 /// Fields of one row, borrowed from the line buffer, with the file name and line number for errors.

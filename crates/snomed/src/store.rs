@@ -398,32 +398,59 @@ impl Store {
         if header.file_len != mmap.len() as u64 {
             return Err(corrupt("truncated"));
         }
-        let table_len = header.section_count as usize * size_of::<SectionEntry>();
+        // Every field of the header and the section table is checked here, so that a damaged file is an error
+        // naming it, never a panic when a section is later viewed as a typed slice.
+        let table_len = (header.section_count as usize)
+            .checked_mul(size_of::<SectionEntry>())
+            .ok_or_else(|| corrupt("section table out of bounds"))?;
+        let table_end = header_len
+            .checked_add(table_len)
+            .ok_or_else(|| corrupt("section table out of bounds"))?;
         let table_bytes = mmap
-            .get(header_len..header_len + table_len)
+            .get(header_len..table_end)
             .ok_or_else(|| corrupt("section table out of bounds"))?;
         let mut sections = [(0usize, 0usize); 32];
-        for i in 0..header.section_count as usize {
-            let e: SectionEntry = bytemuck::pod_read_unaligned(
-                &table_bytes[i * size_of::<SectionEntry>()..(i + 1) * size_of::<SectionEntry>()],
-            );
+        let mut seen = [false; 32];
+        for (i, raw) in table_bytes
+            .chunks_exact(size_of::<SectionEntry>())
+            .enumerate()
+        {
+            let e: SectionEntry = bytemuck::pod_read_unaligned(raw);
             let end = e
                 .offset
                 .checked_add(e.len)
-                .ok_or_else(|| corrupt("section overflow"))?;
-            if end > mmap.len() as u64
-                || !e.offset.is_multiple_of(8)
-                || (e.elem_size > 0 && !e.len.is_multiple_of(e.elem_size as u64))
+                .ok_or_else(|| corrupt(&format!("section table entry {i}: length overflows")))?;
+            if e.offset < table_end as u64 || end > mmap.len() as u64 || !e.offset.is_multiple_of(8)
             {
-                return Err(corrupt("section out of bounds"));
+                return Err(corrupt(&format!(
+                    "section table entry {i} (id {}): out of bounds",
+                    e.id
+                )));
             }
-            if (e.id as usize) < sections.len() {
-                sections[e.id as usize] = (e.offset as usize, e.len as usize);
+            let Some(s) = ALL_SECTIONS.into_iter().find(|s| *s as u32 == e.id) else {
+                // A section this version does not know: bounds-checked above, otherwise ignored.
+                continue;
+            };
+            let size = s.elem_size();
+            if e.elem_size as usize != size {
+                return Err(corrupt(&format!(
+                    "section {s:?}: element size {} (expected {size})",
+                    e.elem_size
+                )));
             }
+            if !e.len.is_multiple_of(size as u64) {
+                return Err(corrupt(&format!(
+                    "section {s:?}: length {} is not a multiple of its element size {size}",
+                    e.len
+                )));
+            }
+            if std::mem::replace(&mut seen[s as usize], true) {
+                return Err(corrupt(&format!("section {s:?} appears twice")));
+            }
+            sections[s as usize] = (e.offset as usize, e.len as usize);
         }
         for s in ALL_SECTIONS {
-            if sections[s as usize] == (0, 0) {
-                // An empty section still has an entry with a non-zero offset.
+            if !seen[s as usize] {
                 return Err(corrupt(&format!("missing section {s:?}")));
             }
         }

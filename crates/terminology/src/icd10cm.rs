@@ -397,7 +397,8 @@ fn tabular_member(zip_bytes: &[u8]) -> Result<Vec<u8>, String> {
     let mut member = archive
         .by_name(name)
         .map_err(|e| format!("{name}: cannot read the zip member: {e}"))?;
-    let mut out = Vec::with_capacity(usize::try_from(member.size()).unwrap_or(0));
+    // The declared size is only a hint (a damaged or crafted archive may claim terabytes): reserve at most 64 MiB.
+    let mut out = Vec::with_capacity(usize::try_from(member.size().min(64 << 20)).unwrap_or(0));
     member
         .read_to_end(&mut out)
         .map_err(|e| format!("{name}: cannot read the zip member: {e}"))?;

@@ -1,5 +1,6 @@
 //! Integration tests over real loopback sockets.
 
+mod hostile;
 mod socket;
 mod tls;
 

@@ -77,3 +77,181 @@ fn one_store_serves_many_threads() {
     let total: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
     assert_eq!(total as u64, store.manifest().is_a_closure_rows);
 }
+
+/// Offset in `store.bin` of the section table entry of section `id` (entries: id u32, elem_size u32, offset u64,
+/// len u64, after a 64-byte header).
+fn entry_of(bytes: &[u8], id: u32) -> usize {
+    let count = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    (0..count)
+        .map(|i| 64 + i * 24)
+        .find(|&at| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) == id)
+        .expect("section in the table")
+}
+
+fn get_u64(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+#[test]
+fn a_damaged_section_table_is_a_corrupt_error_naming_the_file_never_a_panic() {
+    const CONCEPTS: u32 = 1;
+    const LANG: u32 = 14;
+    let (tmp, store, _) = synthetic(300, 2);
+    let dir = store.dir().to_path_buf();
+    drop(store);
+    let good = std::fs::read(dir.join("store.bin")).unwrap();
+    let copy = tmp.path().join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    std::fs::copy(dir.join("manifest.json"), copy.join("manifest.json")).unwrap();
+    type Damage = fn(&mut Vec<u8>);
+    let cases: [(&str, Damage); 8] = [
+        (
+            "zero element size and a length that is no multiple of the record",
+            |b| {
+                let at = entry_of(b, CONCEPTS);
+                b[at + 4..at + 8].copy_from_slice(&0u32.to_le_bytes());
+                let len = get_u64(b, at + 16);
+                b[at + 16..at + 24].copy_from_slice(&(len - 1).to_le_bytes());
+            },
+        ),
+        ("zero element size", |b| {
+            let at = entry_of(b, LANG);
+            b[at + 4..at + 8].copy_from_slice(&0u32.to_le_bytes());
+        }),
+        ("element size smaller than the record", |b| {
+            let at = entry_of(b, LANG);
+            b[at + 4..at + 8].copy_from_slice(&1u32.to_le_bytes());
+            let len = get_u64(b, at + 16);
+            b[at + 16..at + 24].copy_from_slice(&(len - 1).to_le_bytes());
+        }),
+        ("length no multiple of the element size", |b| {
+            let at = entry_of(b, CONCEPTS);
+            let len = get_u64(b, at + 16);
+            b[at + 16..at + 24].copy_from_slice(&(len - 8).to_le_bytes());
+        }),
+        ("misaligned offset", |b| {
+            let at = entry_of(b, CONCEPTS);
+            let off = get_u64(b, at + 8);
+            b[at + 8..at + 16].copy_from_slice(&(off + 4).to_le_bytes());
+        }),
+        ("offset inside the header", |b| {
+            let at = entry_of(b, CONCEPTS);
+            b[at + 8..at + 16].copy_from_slice(&0u64.to_le_bytes());
+        }),
+        ("offset plus length overflows", |b| {
+            let at = entry_of(b, CONCEPTS);
+            b[at + 16..at + 24].copy_from_slice(&u64::MAX.to_le_bytes());
+        }),
+        ("section count past the end of the file", |b| {
+            b[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        }),
+    ];
+    for (what, damage) in cases {
+        let mut bytes = good.clone();
+        damage(&mut bytes);
+        std::fs::write(copy.join("store.bin"), &bytes).unwrap();
+        let opened = std::panic::catch_unwind(|| snomed::Store::open(&copy))
+            .unwrap_or_else(|_| panic!("{what}: opening panicked"));
+        match opened {
+            Err(e @ snomed::OpenError::Corrupt { .. }) => {
+                assert!(e.to_string().contains("store.bin"), "{what}: {e}");
+            }
+            other => panic!("{what}: expected Corrupt, got {other:?}"),
+        }
+    }
+    // A section listed twice.
+    let mut bytes = good.clone();
+    let (first, second) = (entry_of(&bytes, CONCEPTS), entry_of(&bytes, LANG));
+    let copied = bytes[first..first + 24].to_vec();
+    bytes[second..second + 24].copy_from_slice(&copied);
+    std::fs::write(copy.join("store.bin"), &bytes).unwrap();
+    assert!(matches!(
+        snomed::Store::open(&copy),
+        Err(snomed::OpenError::Corrupt { .. })
+    ));
+    // The undamaged store still opens.
+    assert!(snomed::Store::open(&dir).is_ok());
+}
+
+/// Zips the files under `dir` (stored, with ZIP64 extra fields), then makes every entry declare `declared`
+/// uncompressed bytes in the central directory.
+fn zip_declaring(dir: &std::path::Path, out: &std::path::Path, declared: u64) {
+    fn walk(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, files);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .large_file(true);
+    for f in &files {
+        let name = f
+            .strip_prefix(dir)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        zip.start_file(name, options).unwrap();
+        std::io::Write::write_all(&mut zip, &std::fs::read(f).unwrap()).unwrap();
+    }
+    let mut bytes = zip.finish().unwrap().into_inner();
+    let mut patched = 0;
+    let mut at = 0;
+    while let Some(i) = bytes[at..].windows(4).position(|w| w == b"PK\x01\x02") {
+        let h = at + i;
+        let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
+        let (name_len, extra_len) = (u16_at(&bytes, h + 28), u16_at(&bytes, h + 30));
+        // The 32-bit size says "see the ZIP64 field", whose first value is then the uncompressed size.
+        bytes[h + 24..h + 28].copy_from_slice(&u32::MAX.to_le_bytes());
+        let mut x = h + 46 + name_len;
+        let extra_end = x + extra_len;
+        while x + 4 <= extra_end {
+            let (id, len) = (u16_at(&bytes, x), u16_at(&bytes, x + 2));
+            if id == 1 && len >= 8 {
+                bytes[x + 4..x + 12].copy_from_slice(&declared.to_le_bytes());
+                patched += 1;
+            }
+            x += 4 + len;
+        }
+        at = h + 4;
+    }
+    assert_eq!(patched, files.len(), "every entry has a ZIP64 field");
+    std::fs::write(out, bytes).unwrap();
+}
+
+#[test]
+fn a_zip_entry_declaring_a_huge_size_imports_from_its_real_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rf2 = tmp.path().join("rf2");
+    snomed::synth::generate(
+        &snomed::synth::SynthConfig {
+            concepts: 200,
+            seed: 5,
+        },
+        &rf2,
+    )
+    .unwrap();
+    let archive = tmp.path().join("release.zip");
+    // A terabyte each: allocating that up front aborts the process.
+    zip_declaring(&rf2, &archive, 1 << 40);
+    let from_zip = tmp.path().join("from-zip");
+    snomed::import(
+        std::slice::from_ref(&archive),
+        &from_zip,
+        &snomed::NoProgress,
+    )
+    .unwrap();
+    let from_dir = tmp.path().join("from-dir");
+    snomed::import(std::slice::from_ref(&rf2), &from_dir, &snomed::NoProgress).unwrap();
+    assert_eq!(
+        snomed::Store::open(&from_zip).unwrap().concept_count(),
+        snomed::Store::open(&from_dir).unwrap().concept_count()
+    );
+}
