@@ -117,7 +117,7 @@ impl Target {
                 if status.is_success() {
                     Ok(format!("HTTP {}", status.as_u16()))
                 } else {
-                    let body = response.text().await.unwrap_or_default();
+                    let body = body_prefix(response, ERROR_BODY_PREFIX).await;
                     Err(format!(
                         "HTTP {}: {}",
                         status.as_u16(),
@@ -219,9 +219,80 @@ fn write_file(dir: &std::path::Path, name: &str, raw: &[u8]) -> Result<String, S
     Ok(format!("wrote {name}"))
 }
 
+/// How much of a failed delivery's answer is read for its error detail: the detail keeps its first 200
+/// characters, and a destination that answers a flood (or never ends its body) must not be read whole.
+const ERROR_BODY_PREFIX: usize = 4096;
+
+/// The first `max` bytes of `response`'s body (fewer when it ends sooner or fails), as text; the rest is not
+/// read.
+async fn body_prefix(mut response: reqwest::Response, max: usize) -> String {
+    let mut prefix = Vec::new();
+    while prefix.len() < max {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let take = chunk.len().min(max - prefix.len());
+                prefix.extend_from_slice(&chunk[..take]);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&prefix).into_owned()
+}
+
 fn truncate(s: &str, n: usize) -> &str {
     match s.char_indices().nth(n) {
         Some((i, _)) => &s[..i],
         None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A destination that fails with an endless body: the error detail is cut from a bounded prefix, read
+    /// without waiting for the body's end (reading it whole would wait for the attempt's timeout, and hold
+    /// all of it in memory).
+    #[tokio::test]
+    async fn a_failed_http_delivery_reads_a_bounded_prefix_of_the_answer() {
+        let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = tcp.accept().await.unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.ends_with(b"MSH|^~\\&|A|B\r") {
+                let n = socket.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the request ended early");
+                request.extend_from_slice(&buf[..n]);
+            }
+            socket
+                .write_all(
+                    b"HTTP/1.1 500 Internal Server Error\r\ntransfer-encoding: chunked\r\n\r\n",
+                )
+                .await
+                .unwrap();
+            // 64 KiB now, then nothing: the body never ends.
+            let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "x".repeat(64 * 1024));
+            socket.write_all(chunk.as_bytes()).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        });
+        let mut target = Target::Http {
+            url: format!("http://127.0.0.1:{port}/in"),
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+        };
+        let result = tokio::time::timeout(
+            Duration::from_secs(5),
+            target.deliver(MessageId(1), b"MSH|^~\\&|A|B\r"),
+        )
+        .await
+        .expect("the detail is read without waiting for the body's end");
+        let detail = result.unwrap_err();
+        assert_eq!(detail, format!("HTTP 500: {}", "x".repeat(200)));
+        server.abort();
     }
 }

@@ -71,7 +71,7 @@ impl Service<Request> for App {
                 // Counted as the route's metrics layer counts it.
                 self.state.metrics.observe(
                     "GET",
-                    TYPE_LEVEL,
+                    crate::metrics::route_label(Some(TYPE_LEVEL), req.uri().path()),
                     response.status().as_u16(),
                     start.elapsed().as_secs_f64(),
                 );

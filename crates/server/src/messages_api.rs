@@ -67,8 +67,28 @@ struct ListParams {
     status: Option<String>,
     since: Option<String>,
     until: Option<String>,
-    offset: Option<usize>,
-    limit: Option<usize>,
+    // Read as text and parsed here, so that a bad value is answered by an OperationOutcome.
+    offset: Option<String>,
+    limit: Option<String>,
+}
+
+/// The latest time `since`/`until` take: 9999-12-31T23:59:59.999Z, in milliseconds since the epoch.
+const MAX_TIME_MS: u64 = 253_402_300_799_999;
+
+/// The largest `offset`: a page beyond it is never asked for by a client paging through results.
+const MAX_OFFSET: usize = 1_000_000_000;
+
+/// A non-negative count parameter (`offset`, `limit`) no larger than `max`.
+fn count_param(name: &str, text: Option<&str>, max: usize) -> Result<Option<usize>, ApiError> {
+    let Some(text) = text.filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    match text.parse::<usize>() {
+        Ok(n) if n <= max => Ok(Some(n)),
+        _ => Err(ApiError::BadRequest(format!(
+            "{name}={text:?}: expected a whole number from 0 to {max}"
+        ))),
+    }
 }
 
 async fn list(
@@ -83,7 +103,8 @@ async fn list(
             ApiError::BadRequest(format!("unknown status {s:?}; one of {}", all.join(", ")))
         })?),
     };
-    let limit = p.limit.unwrap_or(DEFAULT_LIMIT);
+    let offset = count_param("offset", p.offset.as_deref(), MAX_OFFSET)?.unwrap_or(0);
+    let limit = count_param("limit", p.limit.as_deref(), usize::MAX)?.unwrap_or(DEFAULT_LIMIT);
     if limit > MAX_LIMIT {
         return Err(ApiError::TooCostly(format!(
             "limit {limit} exceeds {MAX_LIMIT}"
@@ -106,7 +127,7 @@ async fn list(
             .map(|t| time_param("until", t))
             .transpose()?,
         status,
-        offset: p.offset.unwrap_or(0),
+        offset,
         limit,
     };
     let offset = query.offset;
@@ -205,18 +226,22 @@ fn summary_json(m: &MessageSummary) -> Value {
     })
 }
 
-/// Milliseconds since the epoch, or an ISO date / date-time in UTC (`Z` or no zone).
+/// Milliseconds since the epoch, or an ISO date / date-time in UTC (`Z` or no zone), from 1970 to the end of
+/// year 9999; anything else is a 400.
 fn time_param(name: &str, text: &str) -> Result<u64, ApiError> {
-    if let Ok(ms) = text.parse::<u64>() {
-        return Ok(ms);
-    }
-    parse_iso(text).ok_or_else(|| {
+    let ms = match text.parse::<u64>() {
+        Ok(ms) => Some(ms),
+        Err(_) => parse_iso(text),
+    };
+    ms.filter(|ms| *ms <= MAX_TIME_MS).ok_or_else(|| {
         ApiError::BadRequest(format!(
-            "{name}={text:?}: expected milliseconds since the epoch or YYYY-MM-DD[THH:MM[:SS]][Z]"
+            "{name}={text:?}: expected milliseconds since the epoch or YYYY-MM-DD[THH:MM[:SS]][Z], \
+             from 1970 to 9999"
         ))
     })
 }
 
+/// An ISO date or date-time of years 0 to 9999; None when malformed or out of range (never overflows).
 fn parse_iso(text: &str) -> Option<u64> {
     let text = text.strip_suffix('Z').unwrap_or(text);
     let (date, time) = text.split_once('T').unwrap_or((text, "00:00:00"));
@@ -225,11 +250,20 @@ fn parse_iso(text: &str) -> Option<u64> {
     let mut t = time.splitn(3, ':').map(|p| p.parse::<i64>().ok());
     let (hh, mm) = (t.next()??, t.next()??);
     let ss = t.next().map_or(Some(0), |s| s).unwrap_or(0);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || hh > 23 || mm > 59 || ss > 60 {
+    if !(0..=9999).contains(&y)
+        || !(1..=12).contains(&m)
+        || !(1..=31).contains(&day)
+        || !(0..=23).contains(&hh)
+        || !(0..=59).contains(&mm)
+        || !(0..=60).contains(&ss)
+    {
         return None;
     }
-    let secs = days_from_civil(y, m, day) * 86_400 + hh * 3600 + mm * 60 + ss;
-    u64::try_from(secs).ok().map(|s| s * 1000)
+    // In range, the arithmetic cannot overflow; checked all the same.
+    let secs = days_from_civil(y, m, day)
+        .checked_mul(86_400)?
+        .checked_add(hh * 3600 + mm * 60 + ss)?;
+    u64::try_from(secs).ok()?.checked_mul(1000)
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
@@ -351,6 +385,29 @@ pub(crate) fn engine_metrics(engine: &Engine, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn out_of_range_times_are_refused_without_overflow() {
+        for text in [
+            "99999999999-01-01",
+            "9223372036854775807-01-01",
+            "-9223372036854775808-01-01",
+            "10000-01-01",
+            "2024-01-01T-1:00",
+            "2024-01-01T00:-5",
+            "1969-12-31",
+            "18446744073709551615",
+            "253402300800000",
+        ] {
+            assert!(time_param("since", text).is_err(), "{text}");
+        }
+        assert_eq!(
+            time_param("since", "9999-12-31T23:59:59Z").unwrap(),
+            MAX_TIME_MS - 999
+        );
+        assert_eq!(time_param("until", "253402300799999").unwrap(), MAX_TIME_MS);
+        assert_eq!(time_param("since", "1970-01-02").unwrap(), 86_400_000);
+    }
 
     #[test]
     fn iso_times_round_trip() {

@@ -18,7 +18,82 @@ const BUCKETS: [f64; 12] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1.0, 5.0,
 ];
 
-/// Counters of one (method, route, status) series.
+/// The methods counted under their own name; any other is counted as `other`, so that made-up methods cannot
+/// add series.
+const METHODS: [&str; 7] = ["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"];
+
+/// The FHIR operations counted under a route of their own (`/fhir/{type}/$expand`) rather than the template
+/// they are routed by (`/fhir/{type}/{id}`).
+const OPERATIONS: [&str; 6] = [
+    "$expand",
+    "$validate-code",
+    "$batch-validate-code",
+    "$lookup",
+    "$subsumes",
+    "$translate",
+];
+
+/// The method label of `method`: one of [`METHODS`] or `other`.
+pub(crate) fn method_label(method: &str) -> &'static str {
+    METHODS
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("other")
+}
+
+/// The status label of `status`: its class, `2xx` to `5xx` (`other` outside 100..=599).
+fn status_label(status: u16) -> &'static str {
+    match status {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        500..=599 => "5xx",
+        _ => "other",
+    }
+}
+
+/// The route label of a request to `path` routed by `template` (None: no route matched): the template, except
+/// that a known FHIR operation in the place of `{id}` or `{op}` names its own route. Borrowed, so that the fast
+/// lane counts its requests without allocating.
+pub(crate) fn route_label<'a>(template: Option<&'a str>, path: &str) -> &'a str {
+    let Some(template) = template else {
+        return "unmatched";
+    };
+    let last = path.rsplit('/').next().unwrap_or_default();
+    if let Some(i) = OPERATIONS.iter().position(|op| *op == last) {
+        if template == "/fhir/{type}/{id}" {
+            return TYPE_OPERATIONS[i];
+        }
+        if template == "/fhir/{type}/{id}/{op}" {
+            return INSTANCE_OPERATIONS[i];
+        }
+    }
+    template
+}
+
+/// The route labels of [`OPERATIONS`] at type level.
+const TYPE_OPERATIONS: [&str; OPERATIONS.len()] = [
+    "/fhir/{type}/$expand",
+    "/fhir/{type}/$validate-code",
+    "/fhir/{type}/$batch-validate-code",
+    "/fhir/{type}/$lookup",
+    "/fhir/{type}/$subsumes",
+    "/fhir/{type}/$translate",
+];
+
+/// The route labels of [`OPERATIONS`] on an instance.
+const INSTANCE_OPERATIONS: [&str; OPERATIONS.len()] = [
+    "/fhir/{type}/{id}/$expand",
+    "/fhir/{type}/{id}/$validate-code",
+    "/fhir/{type}/{id}/$batch-validate-code",
+    "/fhir/{type}/{id}/$lookup",
+    "/fhir/{type}/{id}/$subsumes",
+    "/fhir/{type}/{id}/$translate",
+];
+
+/// Counters of one (method, route, status class) series.
 #[derive(Default)]
 struct Series {
     count: AtomicU64,
@@ -41,14 +116,14 @@ impl Series {
     }
 }
 
-/// The series of one route: a handful of (method, status) pairs, scanned.
-type RouteSeries = Vec<(String, u16, Series)>;
+/// The series of one route: a handful of (method, status class) pairs, scanned.
+type RouteSeries = Vec<(&'static str, &'static str, Series)>;
 
 /// The series of `method` and `status` among a route's.
-fn find<'a>(pairs: &'a RouteSeries, method: &str, status: u16) -> Option<&'a Series> {
+fn find<'a>(pairs: &'a RouteSeries, method: &str, status: &str) -> Option<&'a Series> {
     pairs
         .iter()
-        .find(|(m, st, _)| m == method && *st == status)
+        .find(|(m, st, _)| *m == method && *st == status)
         .map(|(_, _, s)| s)
 }
 
@@ -61,8 +136,10 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Records one finished request.
+    /// Records one finished request. `route` must come from a closed set (a route template, see
+    /// [`route_label`]); the method and status are reduced to closed sets here.
     pub fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
+        let (method, status) = (method_label(method), status_label(status));
         if let Some(s) = self
             .series
             .read()
@@ -80,7 +157,7 @@ impl Metrics {
             None => {
                 let s = Series::default();
                 s.record(seconds);
-                pairs.push((method.to_string(), status, s));
+                pairs.push((method, status, s));
             }
         }
     }
@@ -94,12 +171,12 @@ impl Metrics {
         out.push_str("# HELP thoth_http_requests_total HTTP requests answered.\n");
         out.push_str("# TYPE thoth_http_requests_total counter\n");
         let map = self.series.read().expect("metrics lock");
-        let mut series: Vec<(&str, &str, u16, &Series)> = map
+        let mut series: Vec<(&str, &str, &str, &Series)> = map
             .iter()
             .flat_map(|(route, pairs)| {
                 pairs
                     .iter()
-                    .map(move |(m, st, s)| (m.as_str(), route.as_str(), *st, s))
+                    .map(move |(m, st, s)| (*m, route.as_str(), *st, s))
             })
             .collect();
         series.sort_by_key(|&(m, r, st, _)| (m, r, st));
@@ -141,18 +218,21 @@ impl Metrics {
     }
 }
 
-/// Middleware that times every request under its route template (never the raw path, to bound cardinality).
+/// Middleware that times every request under its route template (never the raw path, to bound cardinality):
+/// every label comes from a closed set, whatever method and path a client makes up.
 pub(crate) async fn track(State(state): State<Shared>, req: Request, next: Next) -> Response {
     let start = Instant::now();
-    let method = req.method().clone();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "unmatched".to_string());
+    let method = method_label(req.method().as_str());
+    let route = route_label(
+        req.extensions()
+            .get::<MatchedPath>()
+            .map(MatchedPath::as_str),
+        req.uri().path(),
+    )
+    .to_string();
     let response = next.run(req).await;
     state.metrics.observe(
-        method.as_str(),
+        method,
         &route,
         response.status().as_u16(),
         start.elapsed().as_secs_f64(),
@@ -193,7 +273,7 @@ mod tests {
         m.observe("POST", "/fhir/{type}/{id}", 200, 0.00005);
         m.observe("GET", "/fhir/{type}/{id}", 404, 0.00005);
         let text = m.render_text(1.0);
-        let series = r#"method="GET",route="/fhir/{type}/{id}",status="200""#;
+        let series = r#"method="GET",route="/fhir/{type}/{id}",status="2xx""#;
         let bucket = |le: &str| {
             value(
                 &text,
@@ -211,13 +291,34 @@ mod tests {
             5
         );
         for other in [
-            r#"method="POST",route="/fhir/{type}/{id}",status="200""#,
-            r#"method="GET",route="/fhir/{type}/{id}",status="404""#,
+            r#"method="POST",route="/fhir/{type}/{id}",status="2xx""#,
+            r#"method="GET",route="/fhir/{type}/{id}",status="4xx""#,
         ] {
             assert_eq!(
                 value(&text, &format!("thoth_http_requests_total{{{other}}} ")),
                 1
             );
         }
+    }
+
+    #[test]
+    fn labels_come_from_closed_sets() {
+        assert_eq!(method_label("GET"), "GET");
+        assert_eq!(method_label("XYZA"), "other");
+        assert_eq!(status_label(204), "2xx");
+        assert_eq!(status_label(1000), "other");
+        assert_eq!(route_label(None, "/x/y"), "unmatched");
+        assert_eq!(
+            route_label(Some("/fhir/{type}/{id}"), "/fhir/CodeSystem/$lookup"),
+            "/fhir/{type}/$lookup"
+        );
+        assert_eq!(
+            route_label(Some("/fhir/{type}/{id}/{op}"), "/fhir/ValueSet/x/$expand"),
+            "/fhir/{type}/{id}/$expand"
+        );
+        assert_eq!(
+            route_label(Some("/fhir/{type}/{id}"), "/fhir/CodeSystem/$made-up"),
+            "/fhir/{type}/{id}"
+        );
     }
 }

@@ -13,10 +13,17 @@ use std::sync::Arc;
 /// The parameters of `ValueSet/$validate-code` that name the value set (the rest name the code).
 const VALUE_SET_PARAMS: &[&str] = &["url", "valueSet", "valueSetVersion", "context"];
 
+/// The page size of a search without `_count`.
+pub(crate) const DEFAULT_SEARCH_COUNT: usize = 100;
+
+/// The largest page of a search: a larger `_count` is clamped to it (as HAPI clamps to its largest page size).
+pub(crate) const MAX_SEARCH_COUNT: usize = 1000;
+
 /// Limits and defaults of the service.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The largest expansion returned without paging (`count`); larger ones are refused as too costly.
+    /// The largest expansion returned without paging (`count`); larger ones are refused as too costly. It is
+    /// also the largest page: a larger `count` is clamped to it.
     pub max_expansion: usize,
     /// Evaluated value sets kept for later `$expand` requests with the same parameters (0: no cache).
     pub expansion_cache_entries: usize,
@@ -200,7 +207,10 @@ impl Terminology {
     }
 
     /// A context over the server's resources with the request's own (`overlay`) and its options.
-    fn context_of(&self, overlay: Registry, opts: Options) -> Ctx<'_> {
+    fn context_of(&self, overlay: Registry, mut opts: Options) -> Ctx<'_> {
+        // A page of an expansion is never larger than an expansion without paging may be: `count` is clamped
+        // to `max_expansion` (the answer's `total` and `offset` let a client page on).
+        opts.count = opts.count.map(|c| c.min(self.config.max_expansion));
         Ctx {
             base: &self.registry,
             overlay,
@@ -259,7 +269,12 @@ impl Terminology {
     /// `_offset`, `_summary` and `_elements`; returns a searchset Bundle.
     pub fn search(&self, kind: Kind, query: &[(String, String)], base: &str) -> Value {
         let get = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-        let count: usize = get("_count").and_then(|c| c.parse().ok()).unwrap_or(100);
+        let asked: usize = get("_count")
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(DEFAULT_SEARCH_COUNT);
+        // Clamped, as HAPI clamps it to its largest page: a page never copies more than MAX_SEARCH_COUNT
+        // resources, and the Bundle says so.
+        let count = asked.min(MAX_SEARCH_COUNT);
         let offset: usize = get("_offset").and_then(|c| c.parse().ok()).unwrap_or(0);
         let summary = get("_summary");
         let elements: Option<Vec<&str>> = get("_elements").map(|e| e.split(',').collect());
@@ -298,20 +313,24 @@ impl Terminology {
                 .skip(offset)
                 .take(count)
                 .map(|r| {
-                    let mut res = (***r).clone();
-                    if let Some(o) = res.as_object_mut() {
-                        if summary == Some("true") {
-                            for k in ["concept", "compose", "expansion", "group", "text"] {
-                                o.remove(k);
-                            }
-                        }
-                        if let Some(el) = &elements {
-                            o.retain(|k, _| {
-                                matches!(k.as_str(), "resourceType" | "id" | "meta")
-                                    || el.contains(&k.as_str())
-                            });
-                        }
-                    }
+                    // Only the elements kept are copied (a summary leaves a large code system's concepts
+                    // behind without cloning them first).
+                    let keep = |k: &str| {
+                        !(summary == Some("true")
+                            && matches!(k, "concept" | "compose" | "expansion" | "group" | "text"))
+                            && elements.as_ref().is_none_or(|el| {
+                                matches!(k, "resourceType" | "id" | "meta") || el.contains(&k)
+                            })
+                    };
+                    let res = match r.as_object() {
+                        Some(o) => Value::Object(
+                            o.iter()
+                                .filter(|(k, _)| keep(k))
+                                .map(|(k, v)| (k.clone(), v.clone()))
+                                .collect(),
+                        ),
+                        None => (***r).clone(),
+                    };
                     let id = res["id"].as_str().unwrap_or_default().to_string();
                     json!({
                         "fullUrl": format!("{base}/{}/{id}", kind.name()),
@@ -326,6 +345,22 @@ impl Terminology {
             "type": "searchset",
             "total": total,
         });
+        let mut entries = entries;
+        if asked > count && summary != Some("count") {
+            entries.push(json!({
+                "resource": {
+                    "resourceType": "OperationOutcome",
+                    "issue": [{
+                        "severity": "information",
+                        "code": "too-costly",
+                        "diagnostics": format!(
+                            "_count {asked} exceeds the largest page, {MAX_SEARCH_COUNT}: the page holds at most {MAX_SEARCH_COUNT} entries"
+                        ),
+                    }],
+                },
+                "search": {"mode": "outcome"},
+            }));
+        }
         if !entries.is_empty() {
             bundle["entry"] = Value::Array(entries);
         }

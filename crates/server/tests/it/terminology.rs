@@ -243,9 +243,10 @@ async fn single_code_gets_answer_as_the_general_path() {
         }
     }
     let (_, _, metrics) = crate::get(server::app(state), "/metrics").await;
-    let count = |status: &str| {
+    // Each operation under a route of its own.
+    let count = |op: &str, status: &str| {
         let series = format!(
-            r#"thoth_http_requests_total{{method="GET",route="/fhir/{{type}}/{{id}}",status="{status}"}} "#
+            r#"thoth_http_requests_total{{method="GET",route="/fhir/{{type}}/{op}",status="{status}"}} "#
         );
         metrics
             .lines()
@@ -253,6 +254,99 @@ async fn single_code_gets_answer_as_the_general_path() {
             .map_or(0, |n| n.parse::<usize>().unwrap())
     };
     // Each GET twice (the lane and the router), the unknown code as a 404.
-    assert_eq!(count("200"), 2 * (queries.len() - 1), "{metrics}");
-    assert_eq!(count("404"), 2, "{metrics}");
+    assert_eq!(count("$lookup", "2xx"), 2 * 3, "{metrics}");
+    assert_eq!(count("$validate-code", "2xx"), 2 * 2, "{metrics}");
+    assert_eq!(count("$subsumes", "2xx"), 2, "{metrics}");
+    assert_eq!(count("$lookup", "4xx"), 2, "{metrics}");
+    assert_eq!(count("{id}", "2xx") + count("{id}", "4xx"), 0, "{metrics}");
+}
+
+/// A server with a code system of 2,500 codes, a value set of all of them, and 1,200 value sets more.
+fn large_app() -> server::App {
+    let mut registry = terminology::Registry::new();
+    let concepts: Vec<Value> = (0..2500)
+        .map(|i| json!({"code": format!("c{i}"), "display": format!("Code {i}")}))
+        .collect();
+    registry.add(json!({
+        "resourceType": "CodeSystem", "id": "big", "url": "http://example.org/big", "version": "1",
+        "name": "Big", "status": "active", "content": "complete", "concept": concepts
+    }));
+    registry.add(json!({
+        "resourceType": "ValueSet", "id": "all-big", "url": "http://example.org/all-big", "version": "1",
+        "name": "AllBig", "status": "active",
+        "compose": {"include": [{"system": "http://example.org/big"}]}
+    }));
+    for i in 0..1200 {
+        registry.add(json!({
+            "resourceType": "ValueSet", "id": format!("vs{i}"), "url": format!("http://example.org/vs{i}"),
+            "name": format!("Vs{i}"), "status": "active",
+            "compose": {"include": [{"system": "http://example.org/big", "concept": [{"code": "c1"}]}]}
+        }));
+    }
+    let tx = terminology::Terminology::new(registry, terminology::Config::default());
+    server::app(server::AppState::new(server::ServerInfo::default()).with_terminology(Arc::new(tx)))
+}
+
+async fn call_on(app: server::App, uri: &str) -> (StatusCode, Value) {
+    let response = app
+        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+/// `count` on `$expand` is clamped to the largest expansion (1,000 codes): no count makes a page larger.
+#[tokio::test]
+async fn expand_count_is_clamped_to_the_largest_expansion() {
+    let app = large_app();
+    let expand = "/fhir/ValueSet/$expand?url=http://example.org/all-big";
+    let (status, out) = call_on(app.clone(), expand).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{out}");
+    for (query, len) in [
+        ("&count=100000", 1000),
+        ("&count=2147483647", 1000),
+        ("&count=1000&offset=1000", 1000),
+        ("&count=100000&offset=2400", 100),
+        ("&count=7", 7),
+    ] {
+        let (status, vs) = call_on(app.clone(), &format!("{expand}{query}")).await;
+        assert_eq!(status, StatusCode::OK, "{query}: {vs}");
+        assert_eq!(vs["expansion"]["total"], 2500, "{query}");
+        let contains = vs["expansion"]["contains"].as_array().unwrap();
+        assert_eq!(contains.len(), len, "{query}");
+    }
+}
+
+/// `_count` of a search is clamped to 1,000, and the Bundle says so in an outcome entry.
+#[tokio::test]
+async fn search_count_is_clamped_and_said_so() {
+    let app = large_app();
+    let (status, bundle) = call_on(app.clone(), "/fhir/ValueSet?_count=100000").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(bundle["total"], 1201);
+    let entries = bundle["entry"].as_array().unwrap();
+    let matches = entries
+        .iter()
+        .filter(|e| e["search"]["mode"] == "match")
+        .count();
+    assert_eq!(matches, 1000);
+    let outcome = entries
+        .iter()
+        .find(|e| e["search"]["mode"] == "outcome")
+        .expect("an outcome entry");
+    assert_eq!(outcome["resource"]["resourceType"], "OperationOutcome");
+    let (_, bundle) = call_on(app.clone(), "/fhir/ValueSet?_count=5&_offset=1199").await;
+    assert_eq!(bundle["entry"].as_array().unwrap().len(), 2);
+    let (_, bundle) = call_on(app.clone(), "/fhir/ValueSet?_offset=18446744073709551615").await;
+    assert!(bundle.get("entry").is_none(), "{bundle}");
+    // A summary leaves the concepts out.
+    let (_, bundle) = call_on(
+        app,
+        "/fhir/CodeSystem?url=http://example.org/big&_summary=true",
+    )
+    .await;
+    assert!(bundle["entry"][0]["resource"].get("concept").is_none());
+    assert_eq!(bundle["entry"][0]["resource"]["name"], "Big");
 }
