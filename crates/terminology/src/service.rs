@@ -22,8 +22,7 @@ pub(crate) const MAX_SEARCH_COUNT: usize = 1000;
 /// Limits and defaults of the service.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The largest expansion returned without paging (`count`); larger ones are refused as too costly. It is
-    /// also the largest page: a larger `count` is clamped to it.
+    /// The largest expansion returned without paging (`count`); larger ones are refused as too costly.
     pub max_expansion: usize,
     /// Evaluated value sets kept for later `$expand` requests with the same parameters (0: no cache).
     pub expansion_cache_entries: usize,
@@ -207,10 +206,7 @@ impl Terminology {
     }
 
     /// A context over the server's resources with the request's own (`overlay`) and its options.
-    fn context_of(&self, overlay: Registry, mut opts: Options) -> Ctx<'_> {
-        // A page of an expansion is never larger than an expansion without paging may be: `count` is clamped
-        // to `max_expansion` (the answer's `total` and `offset` let a client page on).
-        opts.count = opts.count.map(|c| c.min(self.config.max_expansion));
+    fn context_of(&self, overlay: Registry, opts: Options) -> Ctx<'_> {
         Ctx {
             base: &self.registry,
             overlay,
