@@ -11,6 +11,7 @@
 //!
 //! `--check` regenerates in memory and fails if the committed files differ (CI runs it).
 
+use crate::generated::sha256_hex;
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -52,39 +53,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let model = Model::build(&[types_bundle, resources_bundle])?;
     let out = root.join("crates/fhir/src/generated");
     let files = [("schema.rs", model.rust()), ("fhir.proto", model.proto())];
-    let mut stale = Vec::new();
-    for (name, text) in files {
-        let path = out.join(name);
-        let current = std::fs::read_to_string(&path).unwrap_or_default();
-        if current != text {
-            if check {
-                stale.push(path.display().to_string());
-            } else {
-                std::fs::create_dir_all(&out)?;
-                std::fs::write(&path, text)?;
-                println!("wrote {}", path.display());
-            }
-        }
-    }
-    ensure!(
-        stale.is_empty(),
-        "generated files are stale, run `cargo xtask codegen`: {}",
-        stale.join(", ")
-    );
-    if check {
-        println!("fhir codegen: up to date");
-    }
-    Ok(())
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    crate::generated::write_or_check(&out, &files, check, "fhir")
 }
 
 fn read_bundles(tgz: &[u8]) -> Result<(Value, Value)> {

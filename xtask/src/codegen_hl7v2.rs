@@ -15,6 +15,7 @@
 //! `disagreements.tsv` (hl7apy vs hl7-dictionary on field data type and repetition, 2.1-2.6), all in
 //! `crates/hl7v2/src/generated/`; `crates/hl7v2/src/definitions.rs` documents the format and decodes it.
 
+use crate::generated::sha256_hex;
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -74,39 +75,7 @@ pub fn run(check: bool) -> Result<()> {
     let files = generate(&apy, &dict, &term, &errata)?;
 
     let out = root.join("crates/hl7v2/src/generated");
-    let mut stale = Vec::new();
-    for (name, text) in &files {
-        let path = out.join(name);
-        let current = std::fs::read_to_string(&path).unwrap_or_default();
-        if current != *text {
-            if check {
-                stale.push(path.display().to_string());
-            } else {
-                std::fs::create_dir_all(&out)?;
-                std::fs::write(&path, text)?;
-                println!("wrote {}", path.display());
-            }
-        }
-    }
-    ensure!(
-        stale.is_empty(),
-        "generated files are stale, run `cargo xtask codegen`: {}",
-        stale.join(", ")
-    );
-    if check {
-        println!("hl7v2 codegen: up to date");
-    }
-    Ok(())
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    crate::generated::write_or_check(&out, &files, check, "hl7v2")
 }
 
 /// Text files of a tarball whose path passes `keep`, keyed by path.

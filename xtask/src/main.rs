@@ -2,6 +2,7 @@
 
 mod codegen_fhir;
 mod codegen_hl7v2;
+mod generated;
 mod tx_conformance;
 
 fn main() -> anyhow::Result<()> {
