@@ -2,6 +2,7 @@
 
 mod codegen_fhir;
 mod codegen_hl7v2;
+mod codegen_v2fhir;
 mod generated;
 mod tx_conformance;
 
@@ -10,7 +11,7 @@ fn main() -> anyhow::Result<()> {
     match task.as_deref() {
         None | Some("help") => {
             println!(
-                "cargo xtask <task>\n\ntasks:\n  help    this text\n  codegen regenerate crates/fhir/src/generated and crates/hl7v2/src/generated ([--check] [--package TGZ]: the FHIR package)\n  tx-conformance run the HL7 terminology conformance tests ([--modes general,snomed] [--min-pass N])"
+                "cargo xtask <task>\n\ntasks:\n  help    this text\n  codegen regenerate crates/{{fhir,hl7v2,v2fhir}}/src/generated ([--check] [--package TGZ]: the FHIR package)\n  tx-conformance run the HL7 terminology conformance tests ([--modes general,snomed] [--min-pass N])"
             );
             Ok(())
         }
@@ -20,7 +21,8 @@ fn main() -> anyhow::Result<()> {
             // Both generators run (and both report) before either failure is returned.
             let fhir = codegen_fhir::run(&args);
             let hl7v2 = codegen_hl7v2::run(check);
-            fhir.and(hl7v2)
+            let v2fhir = codegen_v2fhir::run(check);
+            fhir.and(hl7v2).and(v2fhir)
         }
         Some("tx-conformance") => {
             tx_conformance::run(&std::env::args().skip(2).collect::<Vec<_>>())

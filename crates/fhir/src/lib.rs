@@ -27,12 +27,14 @@ mod path;
 mod protobuf;
 mod resource;
 mod schema;
+mod shape;
 mod xml;
 
 pub use error::{Error, Format, Location};
 pub use ndjson::{NdjsonReader, NdjsonWriter};
 pub use options::{MAX_DEPTH, ReadOptions};
 pub use resource::Resource;
+pub use shape::{ElementShape, JsonKind, TypeShape};
 
 /// The `.proto` schema of the binary encoding (`thoth fhir proto-schema`), generated with the tables.
 pub const PROTO_SCHEMA: &str = include_str!("generated/fhir.proto");

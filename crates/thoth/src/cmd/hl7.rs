@@ -96,6 +96,22 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Convert each message to a FHIR R4 Bundle by the HL7 Version 2 to FHIR implementation guide. JSON Bundles
+    /// are written one per line; with `--report`, the conversion report (what was not mapped, and where) goes to
+    /// stderr as JSON lines.
+    ToFhir {
+        /// File of messages, `-` for stdin.
+        file: PathBuf,
+        /// The kind of Bundle.
+        #[arg(long, value_enum, default_value_t = BundleArg::Message)]
+        bundle: BundleArg,
+        /// Print the conversion report to stderr.
+        #[arg(long)]
+        report: bool,
+        /// Output format: `json` (one Bundle per line), `xml` or `pb` (the binary encoding, length-delimited).
+        #[arg(long, value_enum, default_value_t = FhirFormat::Json)]
+        format: FhirFormat,
+    },
     /// Print a message structure (`ADT^A04`, `ADT_A01`), a segment (`PID`), a field (`PID-11`) or a data type
     /// (`XAD`) as a version defines it.
     #[command(disable_version_flag = true)]
@@ -106,6 +122,22 @@ enum Command {
         #[arg(long, default_value = "2.5.1")]
         version: String,
     },
+}
+
+/// Bundle kind of `thoth hl7 to-fhir`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum BundleArg {
+    Message,
+    Transaction,
+    Collection,
+}
+
+/// Output format of `thoth hl7 to-fhir`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum FhirFormat {
+    Json,
+    Xml,
+    Pb,
 }
 
 /// Output format of `thoth hl7 validate`.
@@ -255,6 +287,55 @@ pub fn run(_global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         }
+        Command::ToFhir {
+            file,
+            bundle,
+            report,
+            format,
+        } => {
+            let input = read_input(&file)?;
+            let options = v2fhir::Options {
+                bundle: match bundle {
+                    BundleArg::Message => v2fhir::BundleType::Message,
+                    BundleArg::Transaction => v2fhir::BundleType::Transaction,
+                    BundleArg::Collection => v2fhir::BundleType::Collection,
+                },
+                checker: None,
+            };
+            let mut count = 0;
+            for msg in hl7v2::messages(&input) {
+                count += 1;
+                let conv = v2fhir::convert(&msg, &options);
+                match format {
+                    FhirFormat::Json => {
+                        out.write_all(&conv.json)?;
+                        out.write_all(b"\n")?;
+                    }
+                    FhirFormat::Xml | FhirFormat::Pb => {
+                        let bundle = fhir::Resource::from_json(&conv.json)
+                            .context("the converted Bundle does not read back as FHIR")?;
+                        if format == FhirFormat::Xml {
+                            out.write_all(&bundle.to_xml(true)?)?;
+                            out.write_all(b"\n")?;
+                        } else {
+                            let pb = bundle.to_protobuf()?;
+                            write_varint(&mut out, pb.len() as u64)?;
+                            out.write_all(&pb)?;
+                        }
+                    }
+                }
+                if report {
+                    eprint!("{}", conv.report_json());
+                }
+            }
+            out.flush()?;
+            if count == 0 {
+                bail!(
+                    "{}: no HL7 v2 message (no segment starts with MSH)",
+                    file.display()
+                );
+            }
+        }
         Command::Describe { what, version } => {
             let version = parse_version(&version)?;
             describe(version.definitions(), what.trim(), &mut out)?;
@@ -342,6 +423,18 @@ struct Summary {
     invalid: usize,
     errors: usize,
     warnings: usize,
+}
+
+/// A protobuf varint length prefix (the length-delimited stream convention).
+fn write_varint(out: &mut impl Write, mut n: u64) -> std::io::Result<()> {
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            return out.write_all(&[b]);
+        }
+        out.write_all(&[b | 0x80])?;
+    }
 }
 
 /// Validates each message of `input`, printing its report (the JSON shape is the server's, so the CLI and

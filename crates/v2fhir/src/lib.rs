@@ -1,0 +1,138 @@
+//! HL7 v2 messages to FHIR R4 Bundles, by the HL7 Version 2 to FHIR implementation guide (STU1).
+//!
+//! The guide's maps (message, segment, data type and vocabulary maps) are compiled from its published CSVs by
+//! `cargo xtask codegen` into `src/generated/` and interpreted here: a message's segments are walked in their
+//! group tree ([`hl7v2::Message::group_tree`]), each message-map row that matches a segment's group path applies
+//! its segment map to the resource it names, data type maps build the values, vocabulary maps translate codes,
+//! and the References column links the resources. Resource ids are deterministic (the sender, MSH-10 and the
+//! element's place), so converting a message twice gives the same Bundle, and a reference is written only when
+//! its target exists, so every reference resolves inside the Bundle.
+//!
+//! Codes are checked through [`CodeChecker`], a trait the caller implements over its terminology (Thoth's
+//! server does, over its own), so that this crate does not own one.
+//!
+//! ```
+//! let msg = hl7v2::Message::parse(b"MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240315143000+0100||ADT^A01^ADT_A01|M1|P|2.5\rPID|1||123^^^HOSP^MR||DOE^JANE||19800315|F\r");
+//! let out = v2fhir::convert(&msg, &v2fhir::Options::default());
+//! let bundle = fhir::Resource::from_json(&out.json)?;
+//! assert_eq!(bundle.bundle_entries()[0].resource_type(), "MessageHeader");
+//! assert!(bundle.bundle_entries().iter().any(|r| r.resource_type() == "Patient"));
+//! # Ok::<(), fhir::Error>(())
+//! ```
+
+mod condition;
+mod convert;
+mod maps;
+mod systems;
+mod tree;
+mod value;
+
+/// The kind of Bundle a message becomes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BundleType {
+    /// `message`: MessageHeader first (the guide's default).
+    #[default]
+    Message,
+    /// `transaction`: each entry a conditional create on its first business identifier.
+    Transaction,
+    /// `collection`: the resources only.
+    Collection,
+}
+
+/// What a terminology says of one code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodeCheck {
+    /// The code system is not loaded: nothing can be said.
+    NotLoaded,
+    /// The code is valid; its display, when the code system has one.
+    Valid {
+        /// The code system's display for the code.
+        display: Option<String>,
+    },
+    /// The code is not in the code system.
+    Invalid {
+        /// Why, as the terminology says it.
+        message: String,
+    },
+}
+
+/// Checks codes against a terminology (implemented by the caller).
+pub trait CodeChecker: Sync {
+    /// Checks `code` in the code system `system` (a FHIR URI).
+    fn check(&self, system: &str, code: &str) -> CodeCheck;
+}
+
+/// How to convert.
+#[derive(Clone, Copy, Default)]
+pub struct Options<'c> {
+    /// The kind of Bundle.
+    pub bundle: BundleType,
+    /// The terminology that checks codes; `None` converts without checks.
+    pub checker: Option<&'c dyn CodeChecker>,
+}
+
+/// How much a report line matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Something in the message that the guide does not map (kept in the report, not in the Bundle).
+    Information,
+    /// Something converted differently from what was sent, or not at all: also an OperationOutcome issue in the
+    /// Bundle.
+    Warning,
+}
+
+impl Severity {
+    /// The FHIR issue severity.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Information => "information",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// One line of the conversion report: what was not mapped, or mapped differently, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// How much it matters.
+    pub severity: Severity,
+    /// The v2 element (`PID-10`, `MSH-9`, `OBX: CWE.3`).
+    pub path: String,
+    /// What happened.
+    pub message: String,
+}
+
+/// A converted message.
+#[derive(Clone, Debug)]
+pub struct Conversion {
+    /// The Bundle as FHIR JSON.
+    pub json: Vec<u8>,
+    /// The conversion report.
+    pub notes: Vec<Note>,
+}
+
+impl Conversion {
+    /// The report as JSON lines (`{"severity":...,"path":...,"message":...}`), one per note.
+    pub fn report_json(&self) -> String {
+        let mut s = String::new();
+        for n in &self.notes {
+            s.push_str(&format!(
+                "{{\"severity\":\"{}\",\"path\":{},\"message\":{}}}\n",
+                n.severity.as_str(),
+                convert::json_str(&n.path),
+                convert::json_str(&n.message)
+            ));
+        }
+        s
+    }
+}
+
+/// Converts a parsed message to a FHIR R4 Bundle by the guide. Never fails: what cannot be mapped is reported.
+pub fn convert(msg: &hl7v2::Message<'_>, options: &Options<'_>) -> Conversion {
+    convert::convert(msg, options)
+}
+
+/// Rows of the guide whose condition could not be read (`map element: condition`): they are never applied.
+pub fn unread_conditions() -> &'static [String] {
+    &maps::maps().unparsed
+}

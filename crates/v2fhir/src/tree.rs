@@ -1,0 +1,185 @@
+//! The resources under construction: a small ordered JSON tree that knows which array item each of the guide's
+//! instance numbers (`identifier[2]`) and v2 repetitions went to, written out as FHIR JSON directly.
+
+/// A JSON value being built.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Node {
+    Obj(Vec<(Box<str>, Node)>),
+    /// Items with the slot tag that placed them (see [`Node::slot`]).
+    Arr(Vec<(u64, Node)>),
+    Str(Box<str>),
+    /// A number, written as its lexical form.
+    Num(Box<str>),
+    Bool(bool),
+}
+
+impl Node {
+    pub(crate) fn obj() -> Node {
+        Node::Obj(Vec::new())
+    }
+
+    /// The member `name` of an object, created by `make` when missing. `None` when this is not an object.
+    pub(crate) fn member(&mut self, name: &str, make: impl FnOnce() -> Node) -> Option<&mut Node> {
+        let Node::Obj(fields) = self else { return None };
+        let i = match fields.iter().position(|(k, _)| &**k == name) {
+            Some(i) => i,
+            None => {
+                fields.push((name.into(), make()));
+                fields.len() - 1
+            }
+        };
+        Some(&mut fields[i].1)
+    }
+
+    /// The array item tagged `tag`, appended (built by `make`) when no item has it. `None` when this is not an
+    /// array.
+    pub(crate) fn slot(&mut self, tag: u64, make: impl FnOnce() -> Node) -> Option<&mut Node> {
+        let Node::Arr(items) = self else { return None };
+        let i = match items.iter().position(|(t, _)| *t == tag) {
+            Some(i) => i,
+            None => {
+                items.push((tag, make()));
+                items.len() - 1
+            }
+        };
+        Some(&mut items[i].1)
+    }
+
+    /// Sets member `name` unless it is already set (the first row to write an element wins, as the guide's
+    /// alternatives are listed in order of preference). Returns whether it was set.
+    pub(crate) fn set_if_absent(&mut self, name: &str, value: Node) -> bool {
+        let Node::Obj(fields) = self else {
+            return false;
+        };
+        if fields.iter().any(|(k, _)| &**k == name) {
+            return false;
+        }
+        fields.push((name.into(), value));
+        true
+    }
+
+    /// A string member's value.
+    pub(crate) fn get_str(&self, name: &str) -> Option<&str> {
+        let Node::Obj(fields) = self else { return None };
+        fields
+            .iter()
+            .find(|(k, _)| &**k == name)
+            .and_then(|(_, v)| match v {
+                Node::Str(s) => Some(&**s),
+                _ => None,
+            })
+    }
+
+    /// Empty objects and arrays are not FHIR: removes them, bottom up. Returns whether this node is empty.
+    pub(crate) fn prune(&mut self) -> bool {
+        match self {
+            Node::Obj(fields) => {
+                fields.retain_mut(|(_, v)| !v.prune());
+                fields.is_empty()
+            }
+            Node::Arr(items) => {
+                items.retain_mut(|(_, v)| !v.prune());
+                items.is_empty()
+            }
+            Node::Str(s) => s.is_empty(),
+            Node::Num(_) | Node::Bool(_) => false,
+        }
+    }
+
+    /// Writes the node as JSON.
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            Node::Obj(fields) => {
+                out.push(b'{');
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_str(k, out);
+                    out.push(b':');
+                    v.write_json(out);
+                }
+                out.push(b'}');
+            }
+            Node::Arr(items) => {
+                out.push(b'[');
+                for (i, (_, v)) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    v.write_json(out);
+                }
+                out.push(b']');
+            }
+            Node::Str(s) => write_str(s, out),
+            Node::Num(n) => out.extend_from_slice(n.as_bytes()),
+            Node::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        }
+    }
+}
+
+/// A JSON string literal.
+pub(crate) fn write_str(s: &str, out: &mut Vec<u8>) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &c) in bytes.iter().enumerate() {
+        let esc: &[u8] = match c {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..=0x1f => {
+                out.extend_from_slice(&bytes[start..i]);
+                out.extend_from_slice(format!("\\u{c:04x}").as_bytes());
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(esc);
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// FNV-1a, 64 bits: slot tags and deterministic resource ids. Stable across runs and platforms (unlike the
+/// standard library's hasher), which is what makes converting a message twice give the same Bundle.
+pub(crate) fn fnv(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in *p {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        // A separator, so that ("ab","c") and ("a","bc") differ.
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prunes_and_writes() {
+        let mut n = Node::obj();
+        n.member("a", || Node::Arr(Vec::new()))
+            .and_then(|a| a.slot(1, Node::obj))
+            .and_then(|o| o.member("x", || Node::Str("q\"\u{1}".into())));
+        n.member("empty", Node::obj);
+        assert!(!n.prune());
+        let mut out = Vec::new();
+        n.write_json(&mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":[{"x":"q\"\u0001"}]}"#
+        );
+        assert_ne!(fnv(&[b"ab", b"c"]), fnv(&[b"a", b"bc"]));
+    }
+}

@@ -1,0 +1,267 @@
+//! v2 primitive values to FHIR primitives: DTM to `date`/`dateTime`/`instant`, NM to `decimal`, ID `Y`/`N` to
+//! `boolean`. A value that does not fit its FHIR type is not written; the caller reports it with its path.
+
+use crate::tree::Node;
+use fhir::{JsonKind, TypeShape};
+
+/// Why a value could not be written.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Unfit {
+    /// Not a value of the type at all.
+    Invalid,
+    /// A time without a zone: FHIR requires one, so only the date is kept.
+    TimeWithoutZone,
+}
+
+/// The FHIR primitive for `text` as `ty`, or why it does not fit. A `TimeWithoutZone` still yields the date.
+pub(crate) fn convert(text: &str, ty: TypeShape) -> (Option<Node>, Option<Unfit>) {
+    let text = text.trim();
+    if text.is_empty() {
+        return (None, None);
+    }
+    match ty.name() {
+        "date" => match dtm(text) {
+            Some(d) => (Some(Node::Str(d.date().into())), None),
+            None => (None, Some(Unfit::Invalid)),
+        },
+        "dateTime" => match dtm(text) {
+            Some(d) => match d.date_time() {
+                Some(s) => (Some(Node::Str(s.into())), None),
+                None => (
+                    Some(Node::Str(d.date().into())),
+                    Some(Unfit::TimeWithoutZone),
+                ),
+            },
+            None => (None, Some(Unfit::Invalid)),
+        },
+        "xhtml" => {
+            // Narrative: the text, escaped, in the XHTML div FHIR requires.
+            let escaped = text
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;");
+            (
+                Some(Node::Str(
+                    format!("<div xmlns=\"http://www.w3.org/1999/xhtml\">{escaped}</div>").into(),
+                )),
+                None,
+            )
+        }
+        "instant" => match dtm(text).and_then(|d| d.instant()) {
+            Some(s) => (Some(Node::Str(s.into())), None),
+            None => (None, Some(Unfit::Invalid)),
+        },
+        "time" => match time(text) {
+            Some(t) => (Some(Node::Str(t.into())), None),
+            None => (None, Some(Unfit::Invalid)),
+        },
+        "boolean" => match text {
+            "Y" | "y" | "T" | "true" => (Some(Node::Bool(true)), None),
+            "N" | "n" | "F" | "false" => (Some(Node::Bool(false)), None),
+            _ => (None, Some(Unfit::Invalid)),
+        },
+        "decimal" => match decimal(text) {
+            Some(d) => (Some(Node::Num(d.into())), None),
+            None => (None, Some(Unfit::Invalid)),
+        },
+        "integer" | "positiveInt" | "unsignedInt" => {
+            let ok = text.parse::<i64>().is_ok_and(|n| match ty.name() {
+                "positiveInt" => n > 0,
+                "unsignedInt" => n >= 0,
+                _ => i32::try_from(n).is_ok(),
+            });
+            if ok {
+                (Some(Node::Num(text.trim_start_matches('+').into())), None)
+            } else {
+                (None, Some(Unfit::Invalid))
+            }
+        }
+        "code" | "id" => {
+            // A code has no leading/trailing or repeated whitespace; an id is [A-Za-z0-9.-]{1,64}.
+            let ok = if ty.name() == "id" {
+                text.len() <= 64
+                    && text
+                        .bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
+            } else {
+                !text.contains("  ")
+            };
+            if ok {
+                (Some(Node::Str(text.into())), None)
+            } else {
+                (None, Some(Unfit::Invalid))
+            }
+        }
+        _ if ty.json_kind() == JsonKind::String => (Some(Node::Str(text.into())), None),
+        _ => (None, Some(Unfit::Invalid)),
+    }
+}
+
+/// A parsed DTM: `YYYY[MM[DD[HH[MM[SS[.S+]]]]]][+/-ZZZZ]`.
+struct Dtm<'a> {
+    digits: &'a str,
+    fraction: &'a str,
+    zone: Option<&'a str>,
+}
+
+fn dtm(text: &str) -> Option<Dtm<'_>> {
+    let (main, zone) = match text.find(['+', '-']) {
+        Some(i) if i >= 4 => (&text[..i], Some(&text[i..])),
+        _ => (text, None),
+    };
+    let (digits, fraction) = match main.split_once('.') {
+        Some((d, f)) => (d, f),
+        None => (main, ""),
+    };
+    let ok_len = matches!(digits.len(), 4 | 6 | 8 | 10 | 12 | 14);
+    if !ok_len
+        || !digits.bytes().all(|c| c.is_ascii_digit())
+        || !fraction.bytes().all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    if let Some(z) = zone
+        && (z.len() != 5 || !z[1..].bytes().all(|c| c.is_ascii_digit()))
+    {
+        return None;
+    }
+    let n = |a: usize, b: usize| digits.get(a..b).and_then(|s| s.parse::<u32>().ok());
+    if n(4, 6).is_some_and(|m| !(1..=12).contains(&m))
+        || n(6, 8).is_some_and(|d| !(1..=31).contains(&d))
+        || n(8, 10).is_some_and(|h| h > 23)
+        || n(10, 12).is_some_and(|m| m > 59)
+        || n(12, 14).is_some_and(|s| s > 59)
+    {
+        return None;
+    }
+    Some(Dtm {
+        digits,
+        fraction,
+        zone,
+    })
+}
+
+impl Dtm<'_> {
+    fn date(&self) -> String {
+        let d = self.digits;
+        match d.len() {
+            4 => d.to_string(),
+            6 => format!("{}-{}", &d[..4], &d[4..6]),
+            _ => format!("{}-{}-{}", &d[..4], &d[4..6], &d[6..8]),
+        }
+    }
+
+    /// `None` when the value has a time but no zone.
+    fn date_time(&self) -> Option<String> {
+        if self.digits.len() <= 8 {
+            return Some(self.date());
+        }
+        let zone = self.zone?;
+        Some(self.with_time(zone))
+    }
+
+    /// An instant needs a zone and at least minutes (seconds default to 00: the v2 value said no more).
+    fn instant(&self) -> Option<String> {
+        (self.digits.len() >= 12).then_some(())?;
+        Some(self.with_time(self.zone?))
+    }
+
+    fn with_time(&self, zone: &str) -> String {
+        let d = self.digits;
+        let mm = d.get(10..12).unwrap_or("00");
+        let ss = d.get(12..14).unwrap_or("00");
+        let mut s = format!("{}T{}:{mm}:{ss}", self.date(), &d[8..10]);
+        if !self.fraction.is_empty() && d.len() == 14 {
+            s.push('.');
+            s.push_str(self.fraction);
+        }
+        s.push_str(&zone[..3]);
+        s.push(':');
+        s.push_str(&zone[3..]);
+        s
+    }
+}
+
+fn time(text: &str) -> Option<String> {
+    let digits = text.split(['+', '-']).next()?;
+    let (d, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    if !matches!(d.len(), 2 | 4 | 6) || !d.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let mut s = format!(
+        "{}:{}:{}",
+        &d[..2],
+        d.get(2..4).unwrap_or("00"),
+        d.get(4..6).unwrap_or("00")
+    );
+    if !frac.is_empty() && frac.bytes().all(|c| c.is_ascii_digit()) {
+        s.push('.');
+        s.push_str(frac);
+    }
+    Some(s)
+}
+
+/// FHIR's decimal grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`; v2 NM allows a leading `+` and
+/// leading zeros, which are dropped.
+fn decimal(text: &str) -> Option<String> {
+    let (neg, rest) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (int, frac) = rest.split_once('.').unwrap_or((rest, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    if !int.bytes().all(|c| c.is_ascii_digit()) || !frac.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let int = int.trim_start_matches('0');
+    let mut s = String::with_capacity(text.len() + 1);
+    if neg {
+        s.push('-');
+    }
+    s.push_str(if int.is_empty() { "0" } else { int });
+    if !frac.is_empty() {
+        s.push('.');
+        s.push_str(frac);
+    }
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conv(text: &str, ty: &str) -> (Option<Node>, Option<Unfit>) {
+        convert(text, TypeShape::named(ty).unwrap())
+    }
+
+    #[test]
+    fn dates_follow_fhir() {
+        assert_eq!(
+            conv("19800315", "date").0,
+            Some(Node::Str("1980-03-15".into()))
+        );
+        assert_eq!(
+            conv("198003151200", "date").0,
+            Some(Node::Str("1980-03-15".into()))
+        );
+        assert_eq!(
+            conv("20240315143000+0100", "dateTime").0,
+            Some(Node::Str("2024-03-15T14:30:00+01:00".into()))
+        );
+        assert_eq!(
+            conv("20240315143000", "dateTime"),
+            (
+                Some(Node::Str("2024-03-15".into())),
+                Some(Unfit::TimeWithoutZone)
+            )
+        );
+        assert_eq!(conv("20241315", "date"), (None, Some(Unfit::Invalid)));
+        assert_eq!(conv("+007.50", "decimal").0, Some(Node::Num("7.50".into())));
+        assert_eq!(conv("1e", "decimal"), (None, Some(Unfit::Invalid)));
+        assert_eq!(conv("Y", "boolean").0, Some(Node::Bool(true)));
+        assert_eq!(conv("0", "positiveInt"), (None, Some(Unfit::Invalid)));
+    }
+}

@@ -1,0 +1,5 @@
+//! Integration tests of the v2-to-FHIR converter, on the shared corpora.
+
+mod corpus;
+mod golden;
+mod support;
