@@ -3,6 +3,9 @@
 //!
 //! - `POST /hl7/validate?version=2.5.1&strict=true`: the body holds one or more v2 messages (any line endings, a
 //!   plain concatenation or an FHS/BHS batch file); the answer is `{"messages": [ <validation_json> ... ]}`.
+//! - `POST /hl7/to-fhir?bundle=message|transaction|collection`: the body holds a v2 message; the answer is its FHIR
+//!   R4 Bundle by the v2-to-FHIR guide (`Accept` / `_format` choose JSON or XML, as on `/fhir`). A body of several
+//!   messages answers one JSON Bundle per line (`application/fhir+ndjson`).
 
 use crate::error::ApiError;
 use crate::state::Shared;
@@ -18,12 +21,89 @@ use hl7v2::{
 use serde_json::{Value, json};
 
 pub(crate) fn routes() -> Router<Shared> {
-    Router::new().route(
-        "/validate",
-        // A batch file of a day's messages is bigger than axum's 2 MB default; the same bound as the largest
-        // FHIR request body the server reads.
-        post(validate).layer(DefaultBodyLimit::max(crate::fhir_format::MAX_REQUEST_BYTES)),
-    )
+    Router::new()
+        .route(
+            "/validate",
+            // A batch file of a day's messages is bigger than axum's 2 MB default; the same bound as the largest
+            // FHIR request body the server reads.
+            post(validate).layer(DefaultBodyLimit::max(crate::fhir_format::MAX_REQUEST_BYTES)),
+        )
+        .merge(
+            // The Bundle is negotiated to XML as on /fhir.
+            Router::new()
+                .route(
+                    "/to-fhir",
+                    post(to_fhir)
+                        .layer(DefaultBodyLimit::max(crate::fhir_format::MAX_REQUEST_BYTES)),
+                )
+                .layer(axum::middleware::from_fn(crate::fhir_format::negotiate)),
+        )
+}
+
+/// `POST /hl7/to-fhir`: the Bundle(s) the message(s) in the body become.
+async fn to_fhir(
+    Query(query): Query<Vec<(String, String)>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = body.map_err(|r| {
+        if r.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge(format!(
+                "the body exceeds {} bytes",
+                crate::fhir_format::MAX_REQUEST_BYTES
+            ))
+        } else {
+            ApiError::BadRequest(format!(
+                "the request body could not be read: {}",
+                r.body_text()
+            ))
+        }
+    })?;
+    let mut bundle = v2fhir::BundleType::Message;
+    for (k, v) in &query {
+        if k == "bundle" {
+            bundle = match v.as_str() {
+                "message" | "" => v2fhir::BundleType::Message,
+                "transaction" => v2fhir::BundleType::Transaction,
+                "collection" => v2fhir::BundleType::Collection,
+                _ => {
+                    return Err(ApiError::BadRequest(format!(
+                        "bundle={v:?}: expected message, transaction or collection"
+                    )));
+                }
+            };
+        }
+    }
+    // Conversion is CPU work proportional to the body: off the HTTP thread.
+    let bundles = tokio::task::spawn_blocking(move || {
+        let options = v2fhir::Options {
+            bundle,
+            checker: None,
+        };
+        hl7v2::split(&body)
+            .filter(|c| c.kind == ChunkKind::Message)
+            .map(|chunk| v2fhir::convert(&chunk.parse(), &options).json)
+            .collect::<Vec<_>>()
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("conversion task failed: {e}")))?;
+    let content_type = |t: &'static str| [(axum::http::header::CONTENT_TYPE, t)];
+    match bundles.len() {
+        0 => Err(ApiError::BadRequest(
+            "the body holds no HL7 v2 message: no segment starts with MSH".into(),
+        )),
+        1 => {
+            let json = bundles.into_iter().next().unwrap_or_default();
+            Ok((content_type("application/fhir+json"), json).into_response())
+        }
+        _ => {
+            let mut out = Vec::new();
+            for b in bundles {
+                out.extend_from_slice(&b);
+                out.push(b'\n');
+            }
+            Ok((content_type("application/fhir+ndjson"), out).into_response())
+        }
+    }
 }
 
 /// The JSON view of one message's validation: what `POST /hl7/validate` answers per message, what

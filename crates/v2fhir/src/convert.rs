@@ -555,6 +555,32 @@ impl Ctx<'_, '_> {
                             self.value_resource(dt, inner, present, depth);
                         }
                     }
+                    Attr::Path(steps)
+                        if row.data_type_map.as_ref().is_some_and(|dt| {
+                            maps().elements.get(&**dt).and_then(|m| m.target) == Some(ty)
+                                && leaf_type(ty, steps)
+                                    .is_some_and(|l| l.json_kind() != fhir::JsonKind::Object)
+                        }) =>
+                    {
+                        // `XPN.1 → family` with `FN[HumanName]`: the nested map writes into the same HumanName
+                        // (its rows name `family` and `family.extension` themselves).
+                        if let Some(map) = row
+                            .data_type_map
+                            .as_ref()
+                            .and_then(|dt| maps().elements.get(&**dt))
+                        {
+                            self.apply_map(
+                                map,
+                                inner,
+                                target,
+                                ty,
+                                rep_base,
+                                present,
+                                None,
+                                depth + 1,
+                            );
+                        }
+                    }
                     Attr::Path(steps) => {
                         let value =
                             self.value_for(row, *v, inner, src, ty, steps, present, &path, depth);

@@ -195,6 +195,11 @@ fn parse_steps(s: &str) -> Option<Vec<Step>> {
 
 fn parse_attr(s: &str) -> Option<Attr> {
     let s = s.trim();
+    // `[1].family` (XPN[HumanName]): the leading instance number names the value the map builds itself.
+    let s = match s.strip_prefix('[').and_then(|r| r.split_once("].")) {
+        Some((n, rest)) if n.bytes().all(|c| c.is_ascii_digit()) => rest,
+        _ => s,
+    };
     match s {
         "$value" => return Some(Attr::Value),
         "$this" => return Some(Attr::This),

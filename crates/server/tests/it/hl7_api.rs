@@ -196,3 +196,62 @@ async fn a_stored_message_shows_its_validation_under_the_engine_profile() {
     assert_eq!(v["status"], "stored");
     engine.shutdown().await;
 }
+
+async fn to_fhir(query: &str, accept: &str, body: impl Into<Body>) -> (StatusCode, String, String) {
+    let (app, _) = app();
+    let req = Request::post(format!("/hl7/to-fhir{query}"))
+        .header("content-type", "x-application/hl7-v2+er7")
+        .header("accept", accept)
+        .body(body.into())
+        .unwrap();
+    send(app, req).await
+}
+
+#[tokio::test]
+async fn to_fhir_answers_the_bundle_in_json_or_xml_and_refuses_what_is_not_a_message() {
+    let (status, content_type, text) =
+        to_fhir("", "application/fhir+json", adt("M1", GOOD_PID, "\r")).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(
+        content_type.starts_with("application/fhir+json"),
+        "{content_type}"
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["type"], "message");
+    let patient = v["entry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["resource"])
+        .find(|r| r["resourceType"] == "Patient")
+        .expect("a Patient");
+    // PID-8 `M` through the guide's AdministrativeSex map; PID-7 as a FHIR date.
+    assert_eq!(patient["gender"], "male");
+    assert_eq!(patient["birthDate"], "1980-01-01");
+    assert_eq!(patient["name"][0]["family"], "DOE");
+
+    let (status, content_type, text) = to_fhir(
+        "?bundle=transaction",
+        "application/fhir+xml",
+        adt("M1", GOOD_PID, "\r"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(
+        content_type.starts_with("application/fhir+xml"),
+        "{content_type}"
+    );
+    assert!(text.contains("<type value=\"transaction\"/>"), "{text}");
+
+    let (status, _, text) = to_fhir(
+        "?bundle=other",
+        "application/fhir+json",
+        adt("M1", GOOD_PID, "\r"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+    assert!(text.contains("OperationOutcome"), "{text}");
+    let (status, _, text) = to_fhir("", "application/fhir+json", "not a message").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+    assert!(text.contains("no HL7 v2 message"), "{text}");
+}

@@ -1,1 +1,101 @@
-//! golden
+//! Expectations read against the guide's rows (ORU_R01 message map; PID[Patient], OBR[DiagnosticReport],
+//! OBX[Observation], CWE[CodeableConcept], CQ/NM[Quantity]), not produced by the converter and accepted.
+
+use serde_json::Value;
+
+fn convert(text: &str) -> Value {
+    let bytes = text.replace('\n', "\r");
+    let msg = hl7v2::Message::parse(bytes.as_bytes());
+    let out = v2fhir::convert(&msg, &v2fhir::Options::default());
+    serde_json::from_slice(&out.json).unwrap()
+}
+
+fn resources<'v>(b: &'v Value, ty: &str) -> Vec<&'v Value> {
+    b["entry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["resource"])
+        .filter(|r| r["resourceType"] == ty)
+        .collect()
+}
+
+/// The entry URL of a resource, checked to be in the Bundle.
+fn url_of(b: &Value, r: &Value) -> String {
+    let url = format!("urn:uuid:{}", r["id"].as_str().unwrap());
+    assert!(
+        b["entry"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["fullUrl"] == *url)
+    );
+    url
+}
+
+const ORU: &str = "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240315143000+0100||ORU^R01^ORU_R01|M42|P|2.5.1
+PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F
+OBR|1|PL1|FL1|24331-1^Lipid panel^LN|||20240315120000+0100
+OBX|1|NM|2093-3^Cholesterol^LN||182|mg/dL^mg/dL^UCUM|<200||||F
+OBX|2|NM|2571-8^Triglyceride^LN||150|mg/dL^mg/dL^UCUM|||||F
+";
+
+#[test]
+fn oru_r01_by_the_guide() {
+    let b = convert(ORU);
+    assert_eq!(b["type"], "message");
+    // MSH-10 → Bundle.identifier.value; MSH-7 → Bundle.timestamp (instant).
+    assert_eq!(b["identifier"]["value"], "M42");
+    assert_eq!(b["timestamp"], "2024-03-15T14:30:00+01:00");
+    let header = &b["entry"][0]["resource"];
+    assert_eq!(header["resourceType"], "MessageHeader");
+    // MSH-9.2 → MessageHeader.eventCoding (HL7 table 0003).
+    assert_eq!(header["eventCoding"]["code"], "R01");
+    assert_eq!(
+        header["eventCoding"]["system"],
+        "http://terminology.hl7.org/CodeSystem/v2-0003"
+    );
+
+    let patients = resources(&b, "Patient");
+    assert_eq!(patients.len(), 1);
+    let p = patients[0];
+    assert_eq!(p["name"][0]["family"], "DOE");
+    assert_eq!(p["name"][0]["given"][0], "JANE");
+    assert_eq!(p["gender"], "female"); // AdministrativeSex map: F → female
+    assert_eq!(p["birthDate"], "1980-03-15");
+    assert_eq!(p["identifier"][0]["value"], "12345");
+    let patient_url = url_of(&b, p);
+
+    // One Observation per OBX (OBX-5 does not repeat), each with its subject.
+    let obs = resources(&b, "Observation");
+    assert_eq!(obs.len(), 2, "{obs:#?}");
+    let chol = obs
+        .iter()
+        .find(|o| o["code"]["coding"][0]["code"] == "2093-3")
+        .expect("cholesterol");
+    assert_eq!(chol["code"]["coding"][0]["system"], "http://loinc.org"); // CWE.3 LN → LOINC's URI
+    assert_eq!(chol["code"]["coding"][0]["display"], "Cholesterol");
+    assert_eq!(chol["valueQuantity"]["value"], 182);
+    assert_eq!(chol["status"], "final"); // OBX-11 F
+    assert_eq!(chol["subject"]["reference"], patient_url.as_str());
+
+    // OBR → one DiagnosticReport, coded by OBR-4.
+    let reports = resources(&b, "DiagnosticReport");
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0]["code"]["coding"][0]["code"], "24331-1");
+}
+
+#[test]
+fn two_orders_make_two_reports_and_unmapped_fields_are_reported() {
+    let text = format!(
+        "{ORU}OBR|2|PL2|FL2|57021-8^CBC^LN\nOBX|1|NM|718-7^Hemoglobin^LN||13.2|g/dL^g/dL^UCUM|||||F\nZZZ|1|x\n"
+    );
+    let bytes = text.replace('\n', "\r");
+    let msg = hl7v2::Message::parse(bytes.as_bytes());
+    let out = v2fhir::convert(&msg, &v2fhir::Options::default());
+    let b: Value = serde_json::from_slice(&out.json).unwrap();
+    assert_eq!(resources(&b, "DiagnosticReport").len(), 2);
+    assert_eq!(resources(&b, "Observation").len(), 3);
+    // The Z-segment has no map: reported with its path, not silently dropped.
+    assert!(out.notes.iter().any(|n| n.path == "ZZZ"), "{:?}", out.notes);
+}
