@@ -111,8 +111,24 @@ impl Version {
     /// the nearest lower version with the same major.minor ("2.7"); surrounding whitespace ignored; else None.
     pub fn parse(text: &str) -> Option<Version> {
         let text = text.trim();
-        if let Some(v) = Version::ALL.into_iter().find(|v| v.as_str() == text) {
-            return Some(v);
+        // The exact spellings first, as one `match` (every group tree resolves its version through here).
+        let exact = match text {
+            "2.1" => Some(Version::V2_1),
+            "2.2" => Some(Version::V2_2),
+            "2.3" => Some(Version::V2_3),
+            "2.3.1" => Some(Version::V2_3_1),
+            "2.4" => Some(Version::V2_4),
+            "2.5" => Some(Version::V2_5),
+            "2.5.1" => Some(Version::V2_5_1),
+            "2.6" => Some(Version::V2_6),
+            "2.7" => Some(Version::V2_7),
+            "2.8" => Some(Version::V2_8),
+            "2.8.1" => Some(Version::V2_8_1),
+            "2.8.2" => Some(Version::V2_8_2),
+            _ => None,
+        };
+        if exact.is_some() {
+            return exact;
         }
         let wanted = triple(text)?;
         Version::ALL.into_iter().rev().find(|v| {
@@ -128,11 +144,9 @@ impl Version {
         CELLS[i].get_or_init(|| Definitions::decode(self, FILES[i]))
     }
 
-    fn index(self) -> usize {
-        Version::ALL
-            .iter()
-            .position(|v| *v == self)
-            .expect("every version is in ALL")
+    /// The position of the version in [`Version::ALL`] (the variants are declared in that order).
+    pub(crate) fn index(self) -> usize {
+        self as usize
     }
 }
 
@@ -160,12 +174,21 @@ pub struct Definitions {
     version: Version,
     /// Sorted by id.
     structures: Vec<MessageStructure>,
+    /// The structures' ids packed by [`pack8`], beside `structures` (so sorted too): a lookup compares integers
+    /// instead of strings.
+    structure_keys: Vec<u64>,
     /// Sorted by id.
     segments: Vec<SegmentDef>,
+    /// The segments' three-character ids packed as integers (as `seg_key` packs them) with their index in
+    /// `segments`, in an open-addressing hash table (`u32::MAX`, which no id packs to, marks a free slot): every
+    /// segment of every validated message is looked up here.
+    segment_slots: Box<[(u32, u16)]>,
     /// Sorted by id.
     data_types: Vec<DataTypeDef>,
     /// Sorted by id; shared between the versions that have the same table.
     tables: Vec<&'static Table>,
+    /// The tables' short codes as integers, beside `tables`.
+    code_sets: Vec<&'static CodeSet>,
     /// The tables' numbers, beside `tables`: the search reads one contiguous array instead of chasing pointers.
     table_ids: Vec<u16>,
     /// (message type, event, index into `structures`) from table 0354, sorted, for this version's structures.
@@ -180,8 +203,19 @@ impl Definitions {
 
     /// A message structure by id (`"ORU_R01"`).
     pub fn structure(&self, id: &str) -> Option<&MessageStructure> {
-        let i = self.structures.binary_search_by(|s| (*s.id).cmp(id)).ok()?;
-        Some(&self.structures[i])
+        Some(&self.structures[self.structure_index(id)?])
+    }
+
+    /// The index of a message structure (in [`Definitions::structures`] order) by id.
+    pub(crate) fn structure_index(&self, id: &str) -> Option<usize> {
+        self.structure_index_by_key(pack8(id.as_bytes())?, id.as_bytes())
+    }
+
+    /// The index of the structure whose packed id is `key` and whose id is `id` (the comparison of the ids only
+    /// rules out an `id` with NUL bytes, which packs like a shorter one).
+    fn structure_index_by_key(&self, key: u64, id: &[u8]) -> Option<usize> {
+        let i = self.structure_keys.binary_search(&key).ok()?;
+        (self.structures[i].id.as_bytes() == id).then_some(i)
     }
 
     /// Every message structure, sorted by id.
@@ -193,34 +227,64 @@ impl Definitions {
     /// it, else table 0354's structure (of the same message type) that lists the event and exists in this version,
     /// else `ACK` for message type ACK; None otherwise.
     pub fn structure_of_event(&self, message_type: &str, event: &str) -> Option<&MessageStructure> {
-        let direct = self.structures.binary_search_by(|s| {
-            let id = s.id.as_bytes();
-            // Compare id with `{message_type}_{event}` without allocating.
-            let wanted = message_type
-                .bytes()
-                .chain(std::iter::once(b'_'))
-                .chain(event.bytes());
-            id.iter().copied().cmp(wanted)
-        });
-        if let Ok(i) = direct {
-            return Some(&self.structures[i]);
+        Some(&self.structures[self.structure_index_of_event(message_type, event)?])
+    }
+
+    /// As [`Definitions::structure_of_event`], the structure's index.
+    pub(crate) fn structure_index_of_event(
+        &self,
+        message_type: &str,
+        event: &str,
+    ) -> Option<usize> {
+        // `{message_type}_{event}`, written into a stack buffer: every structure id fits 8 bytes, so a longer
+        // name names none.
+        let (t, e) = (message_type.as_bytes(), event.as_bytes());
+        let len = t.len() + 1 + e.len();
+        if len <= 8 {
+            let mut id = [0u8; 8];
+            id[..t.len()].copy_from_slice(t);
+            id[t.len()] = b'_';
+            id[t.len() + 1..len].copy_from_slice(e);
+            if let Some(i) = self.structure_index_by_key(u64::from_be_bytes(id), &id[..len]) {
+                return Some(i);
+            }
         }
         if let Ok(i) = self
             .events
             .binary_search_by(|&(t, e, _)| (t, e).cmp(&(message_type, event)))
         {
-            return Some(&self.structures[self.events[i].2]);
+            return Some(self.events[i].2);
         }
         if message_type == "ACK" {
-            return self.structure("ACK");
+            return self.structure_index("ACK");
         }
         None
     }
 
     /// A segment definition by id (`"PID"`).
     pub fn segment(&self, id: &str) -> Option<&SegmentDef> {
-        let i = self.segments.binary_search_by(|s| (*s.id).cmp(id)).ok()?;
-        Some(&self.segments[i])
+        Some(&self.segments[self.segment_index(id.as_bytes())?])
+    }
+
+    /// The index of a segment definition (in [`Definitions::segments`] order) by id.
+    pub(crate) fn segment_index(&self, id: &[u8]) -> Option<usize> {
+        // Every segment id is three characters (checked at decoding).
+        let [a, b, c] = id else { return None };
+        let key = (u32::from(*a) << 16) | (u32::from(*b) << 8) | u32::from(*c);
+        let len = self.segment_slots.len();
+        let mut i = segment_slot(key, len);
+        loop {
+            match self.segment_slots[i] {
+                (k, index) if k == key => return Some(usize::from(index)),
+                (u32::MAX, _) => return None,
+                _ => i = (i + 1) & (len - 1),
+            }
+        }
+    }
+
+    /// The segment definition at an index found by [`Definitions::segment_index`].
+    pub(crate) fn segment_at(&self, index: usize) -> &SegmentDef {
+        &self.segments[index]
     }
 
     /// Every segment definition, sorted by id.
@@ -248,6 +312,26 @@ impl Definitions {
     pub fn table(&self, id: u16) -> Option<&Table> {
         let i = self.table_ids.binary_search(&id).ok()?;
         Some(self.tables[i])
+    }
+
+    /// The position of a table among this version's tables (for [`Definitions::table_at`]), when it lists codes.
+    pub(crate) fn table_slot(&self, id: u16) -> Option<u32> {
+        let i = self.table_ids.binary_search(&id).ok()?;
+        (!self.tables[i].codes.is_empty()).then_some(i as u32)
+    }
+
+    /// The table at a slot found by [`Definitions::table_slot`].
+    pub(crate) fn table_at(&self, slot: u32) -> &Table {
+        self.tables[slot as usize]
+    }
+
+    /// Whether the table at a slot lists `code`: what [`Table::contains`] answers for its text, by a hash lookup
+    /// for a short code.
+    pub(crate) fn table_at_contains(&self, slot: u32, code: &[u8]) -> bool {
+        match pack_code(code) {
+            Some(key) => self.code_sets[slot as usize].contains(key),
+            None => std::str::from_utf8(code).is_ok_and(|c| self.tables[slot as usize].contains(c)),
+        }
     }
 
     /// Every code table that lists codes, sorted by number.
@@ -441,6 +525,88 @@ impl Table {
     }
 }
 
+/// A table's codes of at most 7 bytes, packed by [`pack_code`], in an open-addressing hash table: validation looks
+/// a code up with a multiplication and a probe or two (tables list up to 441 codes, where a binary search over
+/// strings takes nine comparisons). Longer codes are found in the [`Table`] itself.
+#[derive(Debug)]
+pub(crate) struct CodeSet {
+    /// The packed codes, [`CodeSet::FREE`] marking a free slot; the length is a power of two, at most two thirds
+    /// full.
+    slots: Box<[u64]>,
+}
+
+impl CodeSet {
+    /// No packed code: its low byte (the length) would be 255.
+    const FREE: u64 = u64::MAX;
+
+    fn new(table: &Table) -> CodeSet {
+        let keys: Vec<u64> = table
+            .codes
+            .iter()
+            .filter_map(|c| pack_code(c.code.as_bytes()))
+            .collect();
+        let len = (keys.len() + keys.len() / 2 + 1).next_power_of_two().max(4);
+        let mut slots = vec![CodeSet::FREE; len];
+        for key in keys {
+            let mut i = CodeSet::slot(key, len);
+            while slots[i] != CodeSet::FREE && slots[i] != key {
+                i = (i + 1) & (len - 1);
+            }
+            slots[i] = key;
+        }
+        CodeSet {
+            slots: slots.into_boxed_slice(),
+        }
+    }
+
+    /// The first slot of a key in a table of `len` (a power of two) slots: Fibonacci hashing.
+    fn slot(key: u64, len: usize) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - len.trailing_zeros())) as usize
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        let len = self.slots.len();
+        let mut i = CodeSet::slot(key, len);
+        loop {
+            match self.slots[i] {
+                k if k == key => return true,
+                CodeSet::FREE => return false,
+                _ => i = (i + 1) & (len - 1),
+            }
+        }
+    }
+}
+
+/// A code of at most 7 bytes as an integer: its bytes, then its length in the low byte, so that two codes pack
+/// alike only when they are equal. `None` for a longer code.
+fn pack_code(code: &[u8]) -> Option<u64> {
+    if code.len() > 7 {
+        return None;
+    }
+    // Byte by byte: copying a slice of variable length would be a call to `memcpy`.
+    let mut key = code.len() as u64;
+    for (i, &b) in code.iter().enumerate() {
+        key |= u64::from(b) << (56 - 8 * i);
+    }
+    Some(key)
+}
+
+/// The first slot of a packed segment id in a table of `len` (a power of two) slots: Fibonacci hashing.
+fn segment_slot(key: u32, len: usize) -> usize {
+    (key.wrapping_mul(0x9E37_79B9) >> (32 - len.trailing_zeros())) as usize
+}
+
+/// An identifier of at most 8 bytes as an integer: its bytes big-endian, zero-padded, so that for identifiers
+/// without NUL bytes the order of the integers is the order of the strings. `None` for a longer one.
+pub(crate) fn pack8(id: &[u8]) -> Option<u64> {
+    if id.len() > 8 {
+        return None;
+    }
+    let mut b = [0u8; 8];
+    b[..id.len()].copy_from_slice(id);
+    Some(u64::from_be_bytes(b))
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Decoding. The files are generated and checked in CI, so a malformed line is a bug: decoding panics with the line.
 
@@ -468,6 +634,12 @@ fn cols<const N: usize>(line: &str) -> [&str; N] {
         "generated definitions: long line {line:?}"
     );
     out
+}
+
+/// The code sets of [`all_tables`], in the same order.
+fn all_code_sets() -> &'static [CodeSet] {
+    static SETS: OnceLock<Vec<CodeSet>> = OnceLock::new();
+    SETS.get_or_init(|| all_tables().iter().map(|(_, t)| CodeSet::new(t)).collect())
 }
 
 /// Every table variant of `tables.tsv` with the versions that have it.
@@ -692,12 +864,40 @@ impl Definitions {
             }
         }
 
-        let tables: Vec<&'static Table> = all_tables()
+        let (tables, code_sets): (Vec<&'static Table>, Vec<&'static CodeSet>) = all_tables()
             .iter()
-            .filter(|(vs, _)| vs.contains(&version))
-            .map(|(_, t)| t)
-            .collect();
+            .zip(all_code_sets())
+            .filter(|((vs, _), _)| vs.contains(&version))
+            .map(|((_, t), set)| (t, set))
+            .unzip();
         debug_assert!(tables.is_sorted_by(|a, b| a.id < b.id));
+        let structure_keys = structures
+            .iter()
+            .map(|s| {
+                pack8(s.id.as_bytes()).unwrap_or_else(|| {
+                    panic!(
+                        "generated definitions: structure id {:?} is longer than 8",
+                        s.id
+                    )
+                })
+            })
+            .collect();
+        let len = (2 * segments.len()).next_power_of_two().max(4);
+        let mut segment_slots = vec![(u32::MAX, 0u16); len];
+        for (index, s) in segments.iter().enumerate() {
+            let key = match s.id.as_bytes() {
+                [a, b, c] => (u32::from(*a) << 16) | (u32::from(*b) << 8) | u32::from(*c),
+                _ => panic!(
+                    "generated definitions: segment id {:?} is not 3 characters",
+                    s.id
+                ),
+            };
+            let mut i = segment_slot(key, len);
+            while segment_slots[i].0 != u32::MAX {
+                i = (i + 1) & (len - 1);
+            }
+            segment_slots[i] = (key, u16::try_from(index).expect("segments fit u16"));
+        }
 
         let mut events = Vec::new();
         for (structure, evs) in events_0354() {
@@ -714,10 +914,13 @@ impl Definitions {
         Definitions {
             version,
             structures,
+            structure_keys,
             segments,
+            segment_slots: segment_slots.into_boxed_slice(),
             data_types,
             table_ids: tables.iter().map(|t| t.id).collect(),
             tables,
+            code_sets,
             events,
         }
     }

@@ -14,11 +14,15 @@
 //! Choice groups of the definitions are transparent (HAPI has none): their members are children of the group
 //! around them. Nothing is re-ordered or dropped: every segment of the message has exactly one place.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
+use crate::Charset;
 use crate::definitions::{Definitions, MessageStructure, NodeKind, StructureNode, Version};
-use crate::message::{Message, Segment};
+use crate::delimiters::Delimiters;
+use crate::message::{Message, Segment, Value};
 use crate::path::{Path, Step};
 
 /// How a message's structure and version are chosen.
@@ -50,11 +54,19 @@ pub struct GroupTree {
     groups: Vec<GroupInstance>,
     /// Per segment of the message, in message order.
     placed: Vec<Placement>,
+    /// What unexpected segments need; `None` while there is none (most messages), so building a tree allocates
+    /// and initialises none of it.
+    extras: Option<Box<Extras>>,
+}
+
+/// The unexpected segments of a [`GroupTree`].
+#[derive(Clone, Debug, Default)]
+struct Extras {
     /// Definitions added for unexpected segments (HAPI's non-standard segments).
-    extra: Vec<ExtraNode>,
+    nodes: Vec<ExtraNode>,
     notes: Vec<Unexpected>,
     /// Names given to unexpected segments, per group instance.
-    extra_names: HashSet<(u32, Box<str>)>,
+    names: HashSet<(u32, Box<str>)>,
     /// Per group instance and identifier, the numeral the next name search starts from.
     next_numeral: HashMap<(u32, Box<str>), u32>,
 }
@@ -157,15 +169,53 @@ pub(crate) struct Compiled {
     pub(crate) nodes: Vec<Node>,
     /// Per choice (inlined choice group), its own minimum: 1 when one member is required.
     pub(crate) choice_min: Vec<u32>,
-    /// The distinct segment keys of the structure, sorted: bit `i` of a node's sets stands for `alphabet[i]`.
-    alphabet: Box<[u32]>,
+    /// The structure's alphabet (its distinct segment keys; bit `i` of a node's sets stands for the `i`-th in
+    /// sorted order) as an open-addressing hash table of (key, bit), [`NO_KEY`] marking an empty slot; its length
+    /// is a power of two at least twice the alphabet's. Every segment of a message is looked up here, so one
+    /// multiplication and a probe or two replace a binary search.
+    bits: Box<[(u32, u8)]>,
 }
 
 impl Compiled {
     /// The bit of a segment key in this structure's sets; 0 for a segment the structure does not contain.
     fn bit(&self, key: u32) -> u128 {
-        self.alphabet.binary_search(&key).map_or(0, |i| 1u128 << i)
+        if key == NO_KEY {
+            return 0;
+        }
+        let mask = self.bits.len() - 1;
+        let mut i = bit_slot(key, self.bits.len());
+        loop {
+            let (k, bit) = self.bits[i];
+            if k == key {
+                return 1u128 << bit;
+            }
+            if k == NO_KEY {
+                return 0;
+            }
+            i = (i + 1) & mask;
+        }
     }
+}
+
+/// The first slot of a segment key in a [`Compiled::bits`] table of `len` (a power of two) slots: Fibonacci
+/// hashing, the key's high product bits.
+fn bit_slot(key: u32, len: usize) -> usize {
+    let shift = 32 - len.trailing_zeros();
+    (key.wrapping_mul(0x9E37_79B9) >> shift) as usize
+}
+
+/// The [`Compiled::bits`] table of a sorted alphabet.
+fn bit_table(alphabet: &[u32]) -> Box<[(u32, u8)]> {
+    let len = (2 * alphabet.len()).next_power_of_two().max(4);
+    let mut table = vec![(NO_KEY, 0u8); len];
+    for (bit, &key) in alphabet.iter().enumerate() {
+        let mut i = bit_slot(key, len);
+        while table[i].0 != NO_KEY {
+            i = (i + 1) & (len - 1);
+        }
+        table[i] = (key, bit as u8);
+    }
+    table.into_boxed_slice()
 }
 
 #[derive(Debug)]
@@ -209,17 +259,11 @@ pub(crate) fn seg_key(id: &[u8]) -> u32 {
     }
 }
 
-/// Compiled structures per version, built on first use of a version.
-fn compiled(version: Version) -> &'static HashMap<Box<str>, Compiled> {
-    static CACHE: [OnceLock<HashMap<Box<str>, Compiled>>; 12] = [const { OnceLock::new() }; 12];
-    let slot = Version::ALL.iter().position(|v| *v == version).unwrap_or(0);
-    CACHE[slot].get_or_init(|| {
-        version
-            .definitions()
-            .structures()
-            .map(|s| (s.id.clone(), compile(s)))
-            .collect()
-    })
+/// Compiled structures per version, in the order of the version's structures (so the index
+/// [`Definitions::structure_index`] finds is the index here), built on first use of a version.
+fn compiled(version: Version) -> &'static [Compiled] {
+    static CACHE: [OnceLock<Vec<Compiled>>; 12] = [const { OnceLock::new() }; 12];
+    CACHE[version.index()].get_or_init(|| version.definitions().structures().map(compile).collect())
 }
 
 fn compile(structure: &MessageStructure) -> Compiled {
@@ -238,6 +282,16 @@ fn compile(structure: &MessageStructure) -> Compiled {
     let mut choice_min = Vec::new();
     add_children(&mut nodes, 0, &structure.children, &mut choice_min);
     let n = nodes.len();
+    // The placement stack holds one position per level (nodes are added after their parents).
+    let mut depth = vec![0usize; n];
+    for i in 1..n {
+        depth[i] = depth[nodes[i].parent as usize] + 1;
+    }
+    assert!(
+        depth.iter().all(|d| d + 2 <= STACK_CAPACITY),
+        "{} nests deeper than the placement stack holds",
+        structure.id
+    );
     // Possible first children, as HAPI computes them: children in order, each adding its own first children; stop
     // after the first required child, or after the first non-choice child that follows choice members.
     let mut first: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -320,7 +374,7 @@ fn compile(structure: &MessageStructure) -> Compiled {
         id: structure.id.clone(),
         nodes,
         choice_min,
-        alphabet: alphabet.into_boxed_slice(),
+        bits: bit_table(&alphabet),
     }
 }
 
@@ -386,6 +440,55 @@ fn document_order(nodes: &[Node]) -> Vec<u32> {
     out
 }
 
+/// How deep the placement stack can get: the message, one level per group nesting (choice groups are inlined;
+/// the deepest structure of 2.1-2.8.2 nests 9 levels), and an unexpected segment at the message level.
+/// [`compile`] checks that every structure fits.
+const STACK_CAPACITY: usize = 16;
+
+/// The placement stack, kept on the call stack: building a tree allocates no vector for it.
+#[derive(Debug)]
+struct Stack {
+    items: [Position; STACK_CAPACITY],
+    len: usize,
+}
+
+impl Default for Stack {
+    fn default() -> Stack {
+        let empty = Position {
+            node: 0,
+            rep: 0,
+            instance: 0,
+        };
+        Stack {
+            items: [empty; STACK_CAPACITY],
+            len: 0,
+        }
+    }
+}
+
+impl Stack {
+    fn push(&mut self, p: Position) {
+        self.items[self.len] = p;
+        self.len += 1;
+    }
+    fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+}
+
+impl std::ops::Deref for Stack {
+    type Target = [Position];
+    fn deref(&self) -> &[Position] {
+        &self.items[..self.len]
+    }
+}
+
+impl std::ops::DerefMut for Stack {
+    fn deref_mut(&mut self) -> &mut [Position] {
+        &mut self.items[..self.len]
+    }
+}
+
 /// Where placement stands: a node of the structure (or an extra node) and how many times it has been used.
 #[derive(Clone, Copy, Debug)]
 struct Position {
@@ -401,26 +504,25 @@ impl GroupTree {
     /// MSH-9-3 when that version has it, else the structure of MSH-9-1/MSH-9-2 (the trigger event map). A message
     /// whose structure cannot be resolved gets a flat, *generic* tree: every segment under the message itself.
     pub fn build(msg: &Message<'_>, options: &TreeOptions) -> GroupTree {
-        let (version, declared, structure) = resolve(msg, options);
-        let compiled = structure.and_then(|s| compiled(version).get(&*s.id));
+        let (version, declared, compiled) = resolve(msg, options);
+        // Most segments open at most one group instance (a new OBSERVATION per OBX); more only grows the vector.
+        let mut groups = Vec::with_capacity(msg.segment_count() + 1);
+        groups.push(GroupInstance {
+            node: 0,
+            parent: 0,
+            rep: 0,
+        });
         let mut tree = GroupTree {
             version,
             declared,
             structure: compiled,
-            groups: vec![GroupInstance {
-                node: 0,
-                parent: 0,
-                rep: 0,
-            }],
+            groups,
             placed: Vec::with_capacity(msg.segment_count()),
-            extra: Vec::new(),
-            notes: Vec::new(),
-            extra_names: HashSet::new(),
-            next_numeral: HashMap::new(),
+            extras: None,
         };
         let structure: &Compiled = compiled.unwrap_or_else(|| GENERIC.get_or_init(generic));
         let nodes: &[Node] = &structure.nodes;
-        let mut stack = Vec::with_capacity(8);
+        let mut stack = Stack::default();
         stack.push(Position {
             node: 0,
             rep: 0,
@@ -438,7 +540,8 @@ impl GroupTree {
             tree.place(nodes, &mut stack, key, structure.bit(key), seg.id_bytes());
         }
         let defs = version.definitions();
-        let placed = if tree.extra.is_empty() {
+        let mut notes = Vec::new();
+        let placed = if tree.extras.is_none() {
             &[][..]
         } else {
             &tree.placed[..]
@@ -456,11 +559,14 @@ impl GroupTree {
                 UnexpectedKind::UnknownSegment
             };
             let path = tree.path_of(i).unwrap_or_default();
-            tree.notes.push(Unexpected {
+            notes.push(Unexpected {
                 segment_index: i,
                 path,
                 kind,
             });
+        }
+        if let Some(extras) = &mut tree.extras {
+            extras.notes = notes;
         }
         tree
     }
@@ -483,7 +589,7 @@ impl GroupTree {
 
     /// The segments the structure has no place for, in message order.
     pub fn unexpected(&self) -> &[Unexpected] {
-        &self.notes
+        self.extras.as_ref().map_or(&[], |e| &e.notes)
     }
 
     /// Every segment of `msg` (the message this tree was built from) with its place, in message order.
@@ -530,13 +636,18 @@ impl GroupTree {
     }
 
     /// For validation: each group instance as (node, parent instance, repetition).
-    pub(crate) fn group_instances(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
+    pub(crate) fn group_instances(&self) -> impl ExactSizeIterator<Item = (u32, u32, u32)> + '_ {
         self.groups.iter().map(|g| (g.node, g.parent, g.rep))
+    }
+
+    /// For validation: the parent instance of group instance `g`.
+    pub(crate) fn group_parent(&self, g: u32) -> u32 {
+        self.groups[g as usize].parent
     }
 
     /// For validation: each segment's (group instance, node, repetition); nodes at or above `EXTRA_BASE` are
     /// unexpected segments.
-    pub(crate) fn placements(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
+    pub(crate) fn placements(&self) -> impl ExactSizeIterator<Item = (u32, u32, u32)> + '_ {
         self.placed.iter().map(|p| (p.group, p.node, p.rep))
     }
 
@@ -556,6 +667,51 @@ impl GroupTree {
         out
     }
 
+    /// The path of a segment in HAPI's short form, `(0)` indexes left out (`/PATIENT_RESULT/PATIENT/PID`): what
+    /// [`short`] makes of [`GroupTree::path_of`] ("" when there is no such segment), written directly.
+    pub(crate) fn short_path_of(&self, segment_index: usize) -> String {
+        let Some(p) = self.placed.get(segment_index) else {
+            return String::new();
+        };
+        let mut out = String::with_capacity(48);
+        if self.write_short_steps(&mut out, p.group)
+            && write_short_step(&mut out, self.node_name(p.node), p.rep)
+        {
+            return out;
+        }
+        short(&self.path_of(segment_index).unwrap_or_default())
+    }
+
+    /// The path of a group instance in HAPI's short form: what [`short`] makes of [`GroupTree::group_path`].
+    pub(crate) fn short_group_path(&self, g: u32) -> String {
+        let mut out = String::new();
+        if self.write_short_steps(&mut out, g) {
+            return out;
+        }
+        short(&self.group_path(g))
+    }
+
+    /// Writes the short-form steps from the message down to group instance `g`; false when a name holds a
+    /// parenthesis (a segment identifier can), where leaving out `(0)` indexes is not what [`short`] does.
+    fn write_short_steps(&self, out: &mut String, g: u32) -> bool {
+        if g == 0 {
+            return true;
+        }
+        let inst = self.groups[g as usize];
+        // A parent instance is created before its children, so this ends at the message.
+        self.write_short_steps(out, inst.parent)
+            && write_short_step(out, self.node_name(inst.node), inst.rep)
+    }
+
+    /// The unexpected segment's definition a node reference at or above [`EXTRA_BASE`] stands for.
+    fn extra_node(&self, node: u32) -> &ExtraNode {
+        let extras = self
+            .extras
+            .as_ref()
+            .expect("extra nodes exist once one is added");
+        &extras.nodes[(node - EXTRA_BASE) as usize]
+    }
+
     fn placement_name(&self, index: usize) -> &str {
         self.placed
             .get(index)
@@ -564,7 +720,7 @@ impl GroupTree {
 
     fn node_name(&self, node: u32) -> &str {
         if node >= EXTRA_BASE {
-            return &self.extra[(node - EXTRA_BASE) as usize].name;
+            return &self.extra_node(node).name;
         }
         self.structure.map_or("", |c| &*c.nodes[node as usize].name)
     }
@@ -591,7 +747,7 @@ impl GroupTree {
 
     fn node_key(&self, node: u32) -> u32 {
         if node >= EXTRA_BASE {
-            return self.extra[(node - EXTRA_BASE) as usize].key;
+            return self.extra_node(node).key;
         }
         self.structure
             .map_or(NO_KEY, |c| c.nodes[node as usize].key)
@@ -650,7 +806,7 @@ impl GroupTree {
     }
 
     /// Places the next segment (key `key`) from the position on top of `stack`, as HAPI's iterator does.
-    fn place(&mut self, nodes: &[Node], stack: &mut Vec<Position>, key: u32, bit: u128, id: &[u8]) {
+    fn place(&mut self, nodes: &[Node], stack: &mut Stack, key: u32, bit: u128, id: &[u8]) {
         // Each step moves forward in the structure, enters a group or leaves groups; the bound only guards
         // against a bug.
         let mut budget = 4 * nodes.len() + 16;
@@ -662,7 +818,7 @@ impl GroupTree {
                 break;
             }
             let (is_group, node_key, repeats, def_node) = if top.node >= EXTRA_BASE {
-                let e = &self.extra[(top.node - EXTRA_BASE) as usize];
+                let e = self.extra_node(top.node);
                 (false, e.key, true, e.anchor)
             } else {
                 let n = &nodes[top.node as usize];
@@ -719,7 +875,7 @@ impl GroupTree {
         // the message, after the last one.
         let anchor = stack.last().map_or(0, |p| {
             if p.node >= EXTRA_BASE {
-                self.extra[(p.node - EXTRA_BASE) as usize].anchor
+                self.extra_node(p.node).anchor
             } else {
                 p.node
             }
@@ -729,7 +885,7 @@ impl GroupTree {
 
     /// Adds an unexpected segment right after the current position, in the current group, named by its
     /// identifier (with a numeral when the group already has that name), and makes it the position.
-    fn add_extra(&mut self, stack: &mut Vec<Position>, key: u32, id: &[u8], anchor: u32) {
+    fn add_extra(&mut self, stack: &mut Stack, key: u32, id: &[u8], anchor: u32) {
         let id = String::from_utf8_lossy(id);
         let id: &str = &id;
         let at_root = stack.len() <= 1;
@@ -740,8 +896,9 @@ impl GroupTree {
         };
         let group_node = self.groups[group as usize].node;
         let name = self.unused_name(group, group_node, id);
-        let node = EXTRA_BASE + self.extra.len() as u32;
-        self.extra.push(ExtraNode { name, key, anchor });
+        let extras = self.extras.get_or_insert_with(Box::default);
+        let node = EXTRA_BASE + extras.nodes.len() as u32;
+        extras.nodes.push(ExtraNode { name, key, anchor });
         let pos = Position {
             node,
             rep: 0,
@@ -763,7 +920,8 @@ impl GroupTree {
     /// `id`, or `id2`, `id3`... : the first name no child of the group instance has.
     fn unused_name(&mut self, group: u32, group_node: u32, id: &str) -> Box<str> {
         let structure = self.structure;
-        let names = &self.extra_names;
+        let extras = self.extras.get_or_insert_with(Box::default);
+        let names = &extras.names;
         let taken = |name: &str| {
             let defined = structure.is_some_and(|c| {
                 c.nodes.get(group_node as usize).is_some_and(|g| {
@@ -779,7 +937,7 @@ impl GroupTree {
         } else {
             // HAPI tries id2, id3... in turn; remembering where the last search ended keeps 10,000 unexpected
             // segments of one identifier linear instead of cubic.
-            let start = self
+            let start = extras
                 .next_numeral
                 .get(&(group, Box::<str>::from(id)))
                 .copied()
@@ -788,12 +946,31 @@ impl GroupTree {
             while taken(&format!("{id}{n}")) {
                 n += 1;
             }
-            self.next_numeral.insert((group, id.into()), n + 1);
+            extras.next_numeral.insert((group, id.into()), n + 1);
             format!("{id}{n}").into_boxed_str()
         };
-        self.extra_names.insert((group, name.clone()));
+        extras.names.insert((group, name.clone()));
         name
     }
+}
+
+/// A path in HAPI's short form: `(0)` indexes left out.
+pub(crate) fn short(path: &str) -> String {
+    path.replace("(0)", "")
+}
+
+/// Writes `/name(rep)`, `(0)` left out; false (writing nothing) when the name holds a parenthesis.
+fn write_short_step(out: &mut String, name: &str, rep: u32) -> bool {
+    use std::fmt::Write as _;
+    if name.contains(['(', ')']) {
+        return false;
+    }
+    out.push('/');
+    out.push_str(name);
+    if rep != 0 {
+        let _ = write!(out, "({rep})");
+    }
+    true
 }
 
 /// HAPI's `isFinalChildOfParent`: the message itself, or the last child of its group.
@@ -842,31 +1019,111 @@ fn generic() -> Compiled {
     })
 }
 
-/// The version whose definitions are used, the version the message declares (or the default) and the message
-/// structure.
-fn resolve(
-    msg: &Message<'_>,
-    options: &TreeOptions,
-) -> (Version, Version, Option<&'static MessageStructure>) {
-    let msh = msg.segments().find(|s| s.id_bytes() == b"MSH");
-    // MSH-n-c, first repetition, first subcomponent; "" when absent. Borrowed unless it holds escapes.
-    let read = |field: usize, component: usize| -> std::borrow::Cow<'_, str> {
-        msh.and_then(|m| m.field(field))
-            .and_then(|f| f.repetition(1))
-            .and_then(|r| r.component(component))
-            .and_then(|c| c.subcomponent(1))
-            .map(|v| v.text())
-            .unwrap_or_default()
+/// What [`resolve`] finds: the version whose definitions are used, the version the message declares (or the
+/// default) and the compiled message structure.
+type Resolution = (Version, Version, Option<&'static Compiled>);
+
+/// The last resolution of a thread and what it was resolved from. [`resolve`] depends only on the raw MSH-9 and
+/// MSH-12 (with the delimiters and character set that split and decode them) and the options; the messages of
+/// an interface repeat those, so most trees skip reading them as text and looking the structure up.
+#[derive(Clone, Copy)]
+struct Memo {
+    msh9: [u8; 32],
+    msh9_len: usize,
+    msh12: [u8; 16],
+    msh12_len: usize,
+    delims: Delimiters,
+    charset: Charset,
+    options: TreeOptions,
+    resolution: Resolution,
+}
+
+impl Memo {
+    /// A memo of a resolution; `None` when a field is too long to keep.
+    fn new(
+        msh9: &[u8],
+        msh12: &[u8],
+        msg: &Message<'_>,
+        options: &TreeOptions,
+        resolution: Resolution,
+    ) -> Option<Memo> {
+        let mut memo = Memo {
+            msh9: [0; 32],
+            msh9_len: msh9.len(),
+            msh12: [0; 16],
+            msh12_len: msh12.len(),
+            delims: *msg.delimiters(),
+            charset: msg.charset(),
+            options: *options,
+            resolution,
+        };
+        memo.msh9.get_mut(..msh9.len())?.copy_from_slice(msh9);
+        memo.msh12.get_mut(..msh12.len())?.copy_from_slice(msh12);
+        Some(memo)
+    }
+
+    fn matches(&self, msh9: &[u8], msh12: &[u8], msg: &Message<'_>, options: &TreeOptions) -> bool {
+        self.msh9.get(..self.msh9_len) == Some(msh9)
+            && self.msh12.get(..self.msh12_len) == Some(msh12)
+            && self.delims == *msg.delimiters()
+            && self.charset == msg.charset()
+            && self.options == *options
+    }
+}
+
+thread_local! {
+    static LAST_RESOLUTION: RefCell<Option<Memo>> = const { RefCell::new(None) };
+}
+
+/// Resolves a message's version and structure (see [`resolve_fields`]), through this thread's memo of the last
+/// resolution.
+fn resolve(msg: &Message<'_>, options: &TreeOptions) -> Resolution {
+    // MSH is the first segment of nearly every message: look there before searching.
+    let msh = match msg.segment(0) {
+        Some(s) if s.id_bytes() == b"MSH" => Some(s),
+        _ => msg.segments().find(|s| s.id_bytes() == b"MSH"),
     };
+    let (msh9, msh12) = (msh.and_then(|m| m.field(9)), msh.and_then(|m| m.field(12)));
+    // An absent field reads as an empty one.
+    let raw9 = msh9.as_ref().map_or(&[][..], Value::raw);
+    let raw12 = msh12.as_ref().map_or(&[][..], Value::raw);
+    let memo = LAST_RESOLUTION.with_borrow(|last| {
+        last.as_ref()
+            .filter(|m| m.matches(raw9, raw12, msg, options))
+            .map(|m| m.resolution)
+    });
+    if let Some(resolution) = memo {
+        return resolution;
+    }
+    let resolution = resolve_fields(msh9, msh12, msg.delimiters(), options);
+    if let Some(memo) = Memo::new(raw9, raw12, msg, options, resolution) {
+        LAST_RESOLUTION.with_borrow_mut(|last| *last = Some(memo));
+    }
+    resolution
+}
+
+/// The version and structure from MSH-9 and MSH-12: MSH-12 (else the default) unless the options force a
+/// version; MSH-9-3 when that version has it, else the structure of MSH-9-1/MSH-9-2; an earlier version that
+/// has the structure when this one does not.
+fn resolve_fields(
+    msh9: Option<Value<'_>>,
+    msh12: Option<Value<'_>>,
+    delims: &Delimiters,
+    options: &TreeOptions,
+) -> Resolution {
+    let msh9 = components(msh9, delims);
+    let [version_text, ..] = components(msh12, delims);
     let version = options
         .force_version
-        .unwrap_or_else(|| Version::parse(&read(12, 1)).unwrap_or(options.default_version));
-    let (name, kind, event) = (read(9, 3), read(9, 1), read(9, 2));
+        .unwrap_or_else(|| Version::parse(&version_text).unwrap_or(options.default_version));
+    let [kind, event, name] = &msh9;
     let (name, kind, event) = (name.trim(), kind.trim(), event.trim());
     let find = |v: Version| {
         let defs: &'static Definitions = v.definitions();
-        defs.structure(name)
-            .or_else(|| defs.structure_of_event(kind, event))
+        let i = defs
+            .structure_index(name)
+            .or_else(|| defs.structure_index_of_event(kind, event))?;
+        Some(&compiled(v)[i])
     };
     if let Some(s) = find(version) {
         return (version, version, Some(s));
@@ -880,4 +1137,42 @@ fn resolve(
         }
     }
     (version, version, None)
+}
+
+/// Components 1-3 of a field's first repetition (each its first subcomponent), as text; "" when absent.
+fn components<'a>(field: Option<Value<'a>>, delims: &Delimiters) -> [Cow<'a, str>; 3] {
+    let mut out: [Cow<'a, str>; 3] = Default::default();
+    let Some(field) = field else {
+        return out;
+    };
+    let raw = field.raw();
+    // MSH-9 and MSH-12 are nearly always plain ASCII, which every character set reads as itself: split the
+    // field in place rather than through `Value` and the decoder.
+    if raw.is_ascii()
+        && delims.escape.is_none_or(|e| !raw.contains(&e))
+        && let Ok(text) = std::str::from_utf8(raw)
+    {
+        // ASCII: every byte index is a character boundary.
+        let until = |s: &'a str, sep: u8| &s[..s.bytes().position(|b| b == sep).unwrap_or(s.len())];
+        let repetition = until(text, delims.repetition);
+        // The components as `Value::parts` splits them: one more than there are separators.
+        let mut rest = Some(repetition);
+        for slot in out.iter_mut() {
+            let Some(r) = rest else { break };
+            let component = until(r, delims.component);
+            rest = r.get(component.len() + 1..);
+            let first = match delims.subcomponent {
+                Some(sub) => until(component, sub),
+                None => component,
+            };
+            *slot = Cow::Borrowed(first);
+        }
+        return out;
+    }
+    if let Some(r) = field.repetition(1) {
+        for (slot, c) in out.iter_mut().zip(r.parts()) {
+            *slot = c.subcomponent(1).map(|v| v.text()).unwrap_or_default();
+        }
+    }
+    out
 }

@@ -6,12 +6,15 @@
 //! overrides (an engine keeps one profile per message type or sender).
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 use crate::ack::{AckError, ErrorCode, ErrorLocation, ErrorSeverity};
-use crate::definitions::{DataTypeDef, Definitions, FieldDef};
-use crate::message::{Message, Segment, Value};
-use crate::structure::{Compiled, GroupTree, UnexpectedKind};
+use crate::definitions::{ComponentDef, Definitions, FieldDef, SegmentDef, Version};
+use crate::delimiters::Delimiters;
+use crate::message::{Message, Parts, Segment, Value};
+use crate::structure::{Compiled, GroupTree, UnexpectedKind, short};
 
 /// How serious an issue is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -259,6 +262,70 @@ impl Report {
     }
 }
 
+/// What `format!` writes for plain `{}` arguments (text and unsigned numbers), without going through the
+/// formatting machinery: validation writes a message and a path for every issue, and a message with many issues
+/// spends most of its time there.
+macro_rules! text {
+    ($($part:expr),+ $(,)?) => {{
+        let mut out = String::with_capacity(96);
+        $( TextPart::push_to(&$part, &mut out); )+
+        out
+    }};
+}
+
+/// An argument of [`text!`].
+trait TextPart {
+    fn push_to(&self, out: &mut String);
+}
+
+impl TextPart for str {
+    fn push_to(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
+impl TextPart for Box<str> {
+    fn push_to(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
+impl TextPart for String {
+    fn push_to(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
+impl<T: TextPart + ?Sized> TextPart for &T {
+    fn push_to(&self, out: &mut String) {
+        (**self).push_to(out);
+    }
+}
+
+impl TextPart for usize {
+    /// In decimal, as `Display` writes it.
+    fn push_to(&self, out: &mut String) {
+        let mut digits = [0u8; 20];
+        let mut n = *self;
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        out.extend(digits[start..].iter().map(|&d| char::from(d)));
+    }
+}
+
+impl TextPart for u32 {
+    fn push_to(&self, out: &mut String) {
+        (*self as usize).push_to(out);
+    }
+}
+
 /// Most issues one message reports: a hostile message with a fault in every one of 100,000 segments must not
 /// produce an unbounded report.
 pub const MAX_ISSUES: usize = 1000;
@@ -277,6 +344,37 @@ pub const MAX_ISSUES: usize = 1000;
 pub fn validate(msg: &Message<'_>, profile: &Profile) -> Report {
     let tree = msg.group_tree();
     let defs = tree.version().definitions();
+    let mut v = Validator {
+        msg,
+        tree,
+        defs,
+        plans: plans(defs),
+        profile,
+        issues: Vec::new(),
+        order: Vec::new(),
+        occurrences: OnceCell::new(),
+    };
+    v.header();
+    v.structure();
+    v.fields();
+    // Issues are found by rule, then by segment: put them in message order (a stable sort, so issues of one
+    // segment keep their order), unless they already are.
+    let issues = if v.order.is_sorted() {
+        v.issues
+    } else {
+        let mut keyed: Vec<(usize, Issue)> = v.order.into_iter().zip(v.issues).collect();
+        keyed.sort_by_key(|(k, _)| *k);
+        keyed.into_iter().map(|(_, i)| i).collect()
+    };
+    Report {
+        structure: tree.structure_id().map(str::to_owned),
+        version: tree.version(),
+        issues,
+    }
+}
+
+/// Per segment, its 1-based occurrence among segments with its identifier (ERR-2.2).
+fn occurrences(msg: &Message<'_>) -> Vec<usize> {
     let mut occurrences = Vec::with_capacity(msg.segment_count());
     let mut seen: Vec<(&[u8], usize)> = Vec::new();
     for seg in msg.segments() {
@@ -293,42 +391,21 @@ pub fn validate(msg: &Message<'_>, profile: &Profile) -> Report {
         };
         occurrences.push(n);
     }
-    let mut v = Validator {
-        msg,
-        tree,
-        defs,
-        profile,
-        issues: Vec::new(),
-        order: Vec::new(),
-        occurrences,
-    };
-    v.header();
-    v.structure();
-    v.fields();
-    let mut keyed: Vec<(usize, Issue)> = v.order.into_iter().zip(v.issues).collect();
-    keyed.sort_by_key(|(k, _)| *k);
-    Report {
-        structure: tree.structure_id().map(str::to_owned),
-        version: tree.version(),
-        issues: keyed.into_iter().map(|(_, i)| i).collect(),
-    }
+    occurrences
 }
 
 struct Validator<'v, 'a> {
     msg: &'v Message<'a>,
     tree: &'v GroupTree,
     defs: &'static Definitions,
+    plans: &'static Plans,
     profile: &'v Profile,
     issues: Vec<Issue>,
     /// Per issue, the index of the segment it belongs to (issues are reported in message order).
     order: Vec<usize>,
-    /// Per segment, its 1-based occurrence among segments with its identifier (ERR-2.2).
-    occurrences: Vec<usize>,
-}
-
-/// A path in HAPI's short form: `(0)` indexes left out.
-fn short(path: &str) -> String {
-    path.replace("(0)", "")
+    /// Per segment, its 1-based occurrence among segments with its identifier (ERR-2.2): counted for the first
+    /// issue, so a clean message does not pay for it.
+    occurrences: OnceCell<Vec<usize>>,
 }
 
 impl Validator<'_, '_> {
@@ -371,7 +448,12 @@ impl Validator<'_, '_> {
         }
         ErrorLocation {
             segment_id,
-            sequence: self.occurrences.get(index).copied().unwrap_or(0),
+            sequence: self
+                .occurrences
+                .get_or_init(|| occurrences(self.msg))
+                .get(index)
+                .copied()
+                .unwrap_or(0),
             field,
             repetition,
             component,
@@ -382,14 +464,15 @@ impl Validator<'_, '_> {
     /// Version and structure: what could not be resolved.
     fn header(&mut self) {
         let msh = self.msg.segments().find(|s| s.id_bytes() == b"MSH");
-        let text = |f: usize| {
+        // Borrowed unless decoding changed the text.
+        let text = |f: usize| -> Cow<'_, str> {
             msh.and_then(|m| m.field(f))
-                .map(|v| v.text().into_owned())
+                .map(|v| v.text())
                 .unwrap_or_default()
         };
         let version = text(12);
-        let version = version.split('^').next().unwrap_or("").trim().to_owned();
-        if crate::definitions::Version::parse(&version).is_none() {
+        let version = version.split('^').next().unwrap_or("").trim();
+        if crate::definitions::Version::parse(version).is_none() {
             let used = self.tree.version().as_str();
             let message = if version.is_empty() {
                 format!("MSH-12 gives no version; read as {used}")
@@ -484,41 +567,61 @@ impl Validator<'_, '_> {
     }
 
     fn cardinality(&mut self, c: &'static Compiled) {
-        let instances: Vec<(u32, u32, u32)> = self.tree.group_instances().collect();
+        let tree = self.tree;
+        let groups = tree.group_instances().len();
         // (group instance, child node), one entry per occurrence, sorted: a child's count is the length of its run.
-        let mut counts: Vec<(u32, u32)> =
-            Vec::with_capacity(self.msg.segment_count() + instances.len());
-        // The last segment index seen in each group instance (issues about it are reported there).
-        let mut last_in: Vec<usize> = vec![0; instances.len()];
-        for (i, (group, node, _)) in self.tree.placements().enumerate() {
-            counts.push((group, node));
-            let mut g = group;
-            loop {
-                last_in[g as usize] = last_in[g as usize].max(i);
-                if g == 0 {
-                    break;
-                }
-                g = instances[g as usize].1;
+        let mut counts: Vec<(u32, u32)> = Vec::with_capacity(self.msg.segment_count() + groups);
+        counts.extend(tree.placements().map(|(group, node, _)| (group, node)));
+        // The last segment index in each group instance: issues about it are reported there. The message's is its
+        // last segment; the others' are counted for the first issue that needs them.
+        let last_in_groups: OnceCell<Vec<usize>> = OnceCell::new();
+        let last_in = |g: usize| {
+            if g == 0 {
+                return tree.placements().len().saturating_sub(1);
             }
-        }
+            last_in_groups.get_or_init(|| {
+                let mut last = vec![0; groups];
+                for (i, (group, _, _)) in tree.placements().enumerate() {
+                    let mut g = group;
+                    loop {
+                        last[g as usize] = last[g as usize].max(i);
+                        if g == 0 {
+                            break;
+                        }
+                        g = tree.group_parent(g);
+                    }
+                }
+                last
+            })[g]
+        };
         counts.extend(
-            instances
-                .iter()
+            tree.group_instances()
                 .skip(1)
-                .map(|&(node, parent, _)| (parent, node)),
+                .map(|(node, parent, _)| (parent, node)),
         );
         counts.sort_unstable();
-        let count_of = |key: (u32, u32)| {
-            let start = counts.partition_point(|k| *k < key);
-            counts[start..].iter().take_while(|k| **k == key).count() as u32
+        // Group instances in order, and each one's children in order (their node indexes are contiguous and
+        // increasing), visit the keys in sorted order: the runs are read in one pass over `counts`.
+        let mut at = 0;
+        let mut count_of = |key: (u32, u32)| {
+            while counts.get(at).is_some_and(|k| *k < key) {
+                at += 1;
+            }
+            let start = at;
+            while counts.get(at) == Some(&key) {
+                at += 1;
+            }
+            (at - start) as u32
         };
-        for (g, &(node, _, _)) in instances.iter().enumerate() {
+        for (g, (node, _, _)) in tree.group_instances().enumerate() {
             let group = &c.nodes[node as usize];
-            // Paths are written only for issues.
-            let base = || self.tree.group_path(g as u32);
             let mut choices: Vec<(u32, Vec<&str>, u32)> = Vec::new();
             for child in group.children.clone() {
                 let def = &c.nodes[child as usize];
+                if def.choice.is_none() && def.min == 0 && def.max.is_none() {
+                    // Optional and unbounded: nothing to report, whatever its count.
+                    continue;
+                }
                 let n = count_of((g as u32, child));
                 if let Some(choice) = def.choice {
                     match choices.iter_mut().find(|(id, _, _)| *id == choice) {
@@ -532,39 +635,35 @@ impl Validator<'_, '_> {
                 }
                 let kind = if def.is_group() { "group" } else { "segment" };
                 if n == 0 && def.min > 0 {
-                    let base = base();
-                    let path = short(&format!("{base}/{}", def.name));
+                    let path = self.child_path(g as u32, &def.name);
                     let loc = self.missing_location(def);
-                    let message = format!(
-                        "required {kind} {} is missing{}",
-                        def.name,
-                        if base.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" in {}", short(&base))
-                        }
-                    );
-                    self.report(Rule::MissingSegment, last_in[g], path, loc, message);
+                    let message = if g == 0 {
+                        text!("required ", kind, " ", def.name, " is missing")
+                    } else {
+                        text!(
+                            "required ",
+                            kind,
+                            " ",
+                            def.name,
+                            " is missing in ",
+                            tree.short_group_path(g as u32)
+                        )
+                    };
+                    self.report(Rule::MissingSegment, last_in(g), path, loc, message);
                 } else if def.max.is_some_and(|m| n > m) {
-                    let path = short(&format!("{}/{}", base(), def.name));
+                    let path = self.child_path(g as u32, &def.name);
                     let loc = self.missing_location(def);
                     let message = format!(
                         "{kind} {} occurs {n} times, at most {} allowed",
                         def.name,
                         def.max.unwrap_or(0)
                     );
-                    self.report(Rule::TooManyRepetitions, last_in[g], path, loc, message);
+                    self.report(Rule::TooManyRepetitions, last_in(g), path, loc, message);
                 }
             }
             for (choice, names, present) in choices {
                 let required = c.choice_min.get(choice as usize).copied().unwrap_or(0) > 0;
-                let path = || {
-                    short(&format!(
-                        "{}/{}",
-                        base(),
-                        names.first().copied().unwrap_or("")
-                    ))
-                };
+                let path = || self.child_path(g as u32, names.first().copied().unwrap_or(""));
                 if present > 1 {
                     let message = format!(
                         "only one of {} may be present, {present} are",
@@ -573,7 +672,7 @@ impl Validator<'_, '_> {
                     let path = path();
                     self.report(
                         Rule::Choice,
-                        last_in[g],
+                        last_in(g),
                         path,
                         ErrorLocation::default(),
                         message,
@@ -583,7 +682,7 @@ impl Validator<'_, '_> {
                     let path = path();
                     self.report(
                         Rule::MissingSegment,
-                        last_in[g],
+                        last_in(g),
                         path,
                         ErrorLocation::default(),
                         message,
@@ -591,6 +690,18 @@ impl Validator<'_, '_> {
                 }
             }
         }
+    }
+
+    /// The short path of a child named `name` of group instance `g`: what [`short`] makes of the group's path, a
+    /// `/` and the name.
+    fn child_path(&self, g: u32, name: &str) -> String {
+        if name.contains(['(', ')']) {
+            return short(&format!("{}/{name}", self.tree.group_path(g)));
+        }
+        let mut path = self.tree.short_group_path(g);
+        path.push('/');
+        path.push_str(name);
+        path
     }
 
     fn missing_location(&self, def: &crate::structure::Node) -> ErrorLocation {
@@ -614,24 +725,30 @@ impl Validator<'_, '_> {
             if self.issues.len() >= MAX_ISSUES {
                 return;
             }
-            let Some(def) = self.defs.segment(seg.id()) else {
+            let Some(s) = self.defs.segment_index(seg.id_bytes()) else {
                 continue;
             };
-            self.segment_fields(i, &seg, &def.fields);
+            let (checks, required) = (&self.plans.fields[s], &self.plans.required[s]);
+            self.segment_fields(i, &seg, self.defs.segment_at(s), checks, required);
         }
     }
 
     /// The path of a value: the segment's group path, then field, repetition, component, subcomponent.
     fn value_path(&self, ctx: &Ctx) -> String {
-        let mut p = short(&self.tree.path_of(ctx.index).unwrap_or_default());
-        let _ = write!(p, "-{}", ctx.field);
+        let mut p = self.tree.short_path_of(ctx.index);
+        p.push('-');
+        ctx.field.push_to(&mut p);
         if ctx.repetition > 1 {
-            let _ = write!(p, "({})", ctx.repetition - 1);
+            p.push('(');
+            (ctx.repetition - 1).push_to(&mut p);
+            p.push(')');
         }
         if ctx.component > 0 {
-            let _ = write!(p, "-{}", ctx.component);
+            p.push('-');
+            ctx.component.push_to(&mut p);
             if ctx.subcomponent > 0 {
-                let _ = write!(p, "-{}", ctx.subcomponent);
+                p.push('-');
+                ctx.subcomponent.push_to(&mut p);
             }
         }
         p
@@ -646,11 +763,44 @@ impl Validator<'_, '_> {
         self.report(rule, ctx.index, path, loc, message);
     }
 
-    fn segment_fields(&mut self, i: usize, seg: &Segment<'_, '_>, defs: &'static [FieldDef]) {
+    fn segment_fields(
+        &mut self,
+        i: usize,
+        seg: &Segment<'_, '_>,
+        def: &'static SegmentDef,
+        checks: &'static [Check],
+        required: &'static [u64],
+    ) {
+        // Whether field k + 1 is required, without reading its definition (most fields are empty: reading each
+        // one's definition to know would cost a cache line per field).
+        let is_required = |k: usize| required[k / 64] >> (k % 64) & 1 == 1;
+        let defs = &def.fields;
         let count = seg.field_count();
         let version = self.defs.version();
-        for (k, fdef) in defs.iter().enumerate() {
+        // Lengths are known for 2.1-2.6 only.
+        let lengths = version <= Version::V2_6;
+        let header = seg.is_header();
+        // The spans of the fields the segment has (`seg.field(n)` is `None` past them), read directly: most
+        // defined fields are empty, and those are passed over without building a `Value`.
+        let sg = &self.msg.segs[i];
+        let spans = self
+            .msg
+            .spans
+            .get(sg.first as usize + 1..(sg.first + sg.count) as usize)
+            .unwrap_or_default();
+        for (k, ((fdef, check), span)) in defs.iter().zip(checks).zip(spans).enumerate() {
             let n = k + 1;
+            let value = if span.is_empty() {
+                None
+            } else {
+                seg.field(n).filter(|v| !v.is_empty())
+            };
+            let Some(value) = value else {
+                if is_required(k) {
+                    self.required(seg, i, n, fdef);
+                }
+                continue;
+            };
             let at = Ctx {
                 index: i,
                 field: n,
@@ -658,47 +808,67 @@ impl Validator<'_, '_> {
                 component: 0,
                 subcomponent: 0,
             };
-            let Some(value) = seg.field(n).filter(|v| !v.is_empty()) else {
-                if fdef.min > 0 {
-                    let message =
-                        format!("required field {}-{n} ({}) is empty", seg.id(), fdef.name);
-                    self.report_at(Rule::RequiredField, &at, message);
-                }
-                continue;
-            };
-            if seg.is_header() && n <= 2 {
+            if header && n <= 2 {
                 continue;
             }
             if fdef.max == Some(0) {
-                let message = format!(
-                    "field {}-{n} ({}) is withdrawn in {}; its value is kept for backward compatibility only",
+                let message = text!(
+                    "field ",
                     seg.id(),
+                    "-",
+                    n,
+                    " (",
                     fdef.name,
-                    version.as_str()
+                    ") is withdrawn in ",
+                    version.as_str(),
+                    "; its value is kept for backward compatibility only"
                 );
                 self.report_at(Rule::Withdrawn, &at, message);
                 continue;
             }
-            let reps = value.parts().count();
-            if let Some(max) = fdef.max
-                && reps > max as usize
-            {
-                let message = if max == 1 {
-                    format!(
-                        "field {}-{n} ({}) may not repeat; it has {reps} repetitions",
-                        seg.id(),
-                        fdef.name
-                    )
-                } else {
-                    format!(
-                        "field {}-{n} ({}) repeats {reps} times, at most {max} allowed",
-                        seg.id(),
-                        fdef.name
-                    )
-                };
-                self.report_at(Rule::FieldRepetition, &at, message);
+            if let Some(max) = fdef.max {
+                // As many repetitions as `value.parts()` yields, counted without splitting.
+                let separator = self.msg.delimiters().repetition;
+                let reps = 1 + value.raw().iter().filter(|&&b| b == separator).count();
+                if reps > max as usize {
+                    let message = if max == 1 {
+                        text!(
+                            "field ",
+                            seg.id(),
+                            "-",
+                            n,
+                            " (",
+                            fdef.name,
+                            ") may not repeat; it has ",
+                            reps,
+                            " repetitions"
+                        )
+                    } else {
+                        text!(
+                            "field ",
+                            seg.id(),
+                            "-",
+                            n,
+                            " (",
+                            fdef.name,
+                            ") repeats ",
+                            reps,
+                            " times, at most ",
+                            max,
+                            " allowed"
+                        )
+                    };
+                    self.report_at(Rule::FieldRepetition, &at, message);
+                }
             }
-            for (r, rep) in value.parts().enumerate() {
+            let length = fdef.length.filter(|_| lengths);
+            if length.is_none() && !check.active[0] {
+                // Nothing to check in any repetition: not even split.
+                continue;
+            }
+            let delims = self.msg.delimiters();
+            let repetitions = Piece::of(&value, delims).parts(Some(delims.repetition));
+            for (r, rep) in repetitions.enumerate() {
                 if rep.is_empty() || rep.is_null() {
                     continue;
                 }
@@ -707,41 +877,38 @@ impl Validator<'_, '_> {
                     ..at
                 };
                 // Decoding can only shorten a value, so the raw length bounds the text's.
-                if let Some(max) = fdef.length
-                    && version <= crate::definitions::Version::V2_6
-                    && rep.raw().len() > max as usize
+                if let Some(max) = length
+                    && rep.raw_len() > max as usize
                 {
-                    let len = text_len(&rep);
+                    let len = rep.text_len();
                     if len > max as usize {
-                        let message = format!(
-                            "{}-{n} ({}) is {len} characters long, at most {max} allowed in {}",
-                            seg.id(),
-                            fdef.name,
-                            version.as_str()
-                        );
-                        self.report_at(Rule::Length, &ctx, message);
+                        self.too_long(seg, &ctx, fdef, len, max);
                     }
                 }
-                self.value(
-                    &ctx,
-                    &rep,
-                    &fdef.data_type,
-                    fdef.type_index,
-                    fdef.table,
-                    &fdef.name,
-                    0,
-                );
+                if check.active[0] {
+                    self.value(&ctx, rep, check, Def::Field(fdef), 0);
+                }
+            }
+        }
+        // The defined fields past the segment's last one are empty.
+        for (k, fdef) in defs.iter().enumerate().skip(spans.len()) {
+            if is_required(k) {
+                self.required(seg, i, k + 1, fdef);
             }
         }
         if count > defs.len() {
             let extra =
                 (defs.len() + 1..=count).find(|&n| seg.field(n).is_some_and(|v| !v.is_empty()));
             if let Some(n) = extra {
-                let message = format!(
-                    "{} defines {} fields in {}; field {n} is beyond them",
+                let message = text!(
                     seg.id(),
+                    " defines ",
                     defs.len(),
-                    version.as_str()
+                    " fields in ",
+                    version.as_str(),
+                    "; field ",
+                    n,
+                    " is beyond them"
                 );
                 let ctx = Ctx {
                     index: i,
@@ -755,133 +922,185 @@ impl Validator<'_, '_> {
         }
     }
 
-    /// Checks one repetition (depth 0), component (1) or subcomponent (2) against its data type (recursing into
-    /// components) and its table. `type_index` is the data type resolved at decoding (`u32::MAX`: none).
-    #[allow(clippy::too_many_arguments)]
-    fn value(
+    /// Reports a repetition longer than its field's maximum length.
+    #[cold]
+    fn too_long(
         &mut self,
+        seg: &Segment<'_, '_>,
         ctx: &Ctx,
-        v: &Value<'_>,
-        data_type: &str,
-        type_index: u32,
-        table: Option<u16>,
-        name: &str,
-        depth: usize,
+        fdef: &FieldDef,
+        len: usize,
+        max: u32,
     ) {
-        let dt: Option<&'static DataTypeDef> = self.defs.data_type_at(type_index);
-        let composite = dt.is_some_and(|d| !d.components.is_empty());
-        if let Some(dt) = dt.filter(|_| composite && depth < 2) {
-            // The table of a coded composite (CE, CWE, CNE...) applies to its identifier, component 1, when it names
-            // HL7's table or no coding system at all.
-            if let Some(t) = table
-                && depth == 0
-                && matches!(data_type, "CE" | "CWE" | "CNE" | "CF")
-            {
-                let code = v.component(1).map(|c| c.text()).unwrap_or_default();
-                let system = v.component(3).map(|c| c.text()).unwrap_or_default();
-                let hl7 = system.is_empty()
-                    || (system.len() == 7
-                        && system.starts_with("HL7")
-                        && system[3..].parse() == Ok(t));
-                if hl7 && !code.is_empty() && dt.components.len() > 1 {
-                    let at = Ctx {
-                        component: 1,
-                        ..*ctx
-                    };
-                    self.table(&at, &code, t, Rule::TableValue, name, data_type);
-                }
-            }
-            // One pass over the parts (components, or subcomponents of a component), beside their definitions.
-            for (k, (part, cdef)) in v.parts().zip(dt.components.iter()).enumerate() {
-                if part.is_empty() || part.is_null() {
-                    continue;
-                }
-                // The sources type TS.1 as ST before 2.5; it is a timestamp in every version.
-                let (ctype, cindex): (&str, u32) = if data_type == "TS" && k == 0 {
-                    ("DTM", u32::MAX)
-                } else {
-                    (&cdef.data_type, cdef.type_index)
-                };
-                let sub = if depth == 0 {
-                    Ctx {
-                        component: k + 1,
-                        ..*ctx
-                    }
-                } else {
-                    Ctx {
-                        subcomponent: k + 1,
-                        ..*ctx
-                    }
-                };
-                self.value(
-                    &sub,
-                    &part,
-                    ctype,
-                    cindex,
-                    cdef.table,
-                    &cdef.name,
-                    depth + 1,
-                );
-            }
-            return;
-        }
-        // A primitive (or a composite nested too deep to split further): its first part is the value.
-        let text: Cow<'_, str> = if composite {
-            v.component(1).map(|c| c.text()).unwrap_or_default()
-        } else if depth == 0 {
-            v.component(1)
-                .and_then(|c| c.subcomponent(1))
-                .map(|c| c.text())
-                .unwrap_or_default()
-        } else {
-            v.text()
+        let message = text!(
+            seg.id(),
+            "-",
+            ctx.field,
+            " (",
+            fdef.name,
+            ") is ",
+            len,
+            " characters long, at most ",
+            max,
+            " allowed in ",
+            self.defs.version().as_str()
+        );
+        self.report_at(Rule::Length, ctx, message);
+    }
+
+    /// Reports required field `n` of the segment at index `i` empty.
+    #[cold]
+    fn required(&mut self, seg: &Segment<'_, '_>, i: usize, n: usize, fdef: &FieldDef) {
+        let message = text!(
+            "required field ",
+            seg.id(),
+            "-",
+            n,
+            " (",
+            fdef.name,
+            ") is empty"
+        );
+        let at = Ctx {
+            index: i,
+            field: n,
+            repetition: 1,
+            component: 0,
+            subcomponent: 0,
         };
-        // Trailing spaces are padding, as receivers read them (a fixed-width sender's `N  `).
-        let text = text.trim_end_matches(' ');
-        if text.is_empty() {
+        self.report_at(Rule::RequiredField, &at, message);
+    }
+
+    /// Checks one repetition (depth 0), component (1) or subcomponent (2) against its data type (recursing into
+    /// components) and its table, as its [`Check`] says; `def` is its definition, for messages.
+    fn value(&mut self, ctx: &Ctx, v: Piece<'_>, check: &Check, def: Def<'_>, depth: usize) {
+        if !check.active[depth] {
             return;
         }
-        let base = if composite { "" } else { data_type };
-        if let Some(problem) = check_primitive(base, text) {
-            let message = format!(
-                "{} ({name}) {problem}: {}",
-                self.field_ref(ctx),
-                quote(text)
-            );
-            self.report_at(Rule::DataType, ctx, message);
-            return;
-        }
-        if let Some(t) = table
-            && matches!(base, "ID" | "IS")
-        {
-            let rule = if base == "ID" {
-                Rule::TableValueId
-            } else {
-                Rule::TableValue
-            };
-            self.table(ctx, text, t, rule, name, data_type);
+        let delims = self.msg.delimiters();
+        match check.kind {
+            CheckKind::Composite { coded, ts } => {
+                // (Active only above depth 2: deeper, a composite is not split and nothing is checked.)
+                // The table of a coded composite (CE, CWE, CNE...) applies to its identifier, component 1, when it
+                // names HL7's table or no coding system at all.
+                if let Some((t, slot)) = coded
+                    && depth == 0
+                {
+                    let code = v.component_text(1, delims);
+                    let system = v.component_text(3, delims);
+                    let hl7 = system.is_empty()
+                        || (system.len() == 7
+                            && system.starts_with("HL7")
+                            && system[3..].parse() == Ok(t));
+                    if hl7 && !code.is_empty() {
+                        let at = Ctx {
+                            component: 1,
+                            ..*ctx
+                        };
+                        self.table(&at, code.as_bytes(), t, slot, Rule::TableValue, def);
+                    }
+                }
+                let Some(dt) = self.defs.data_type_at(check.type_index) else {
+                    return;
+                };
+                let checks: &'static [Check] = &self.plans.components[check.type_index as usize];
+                // One pass over the parts (components, or subcomponents of a component), beside their definitions,
+                // up to the last one with something to check.
+                let separator = (depth == 0).then_some(delims.component);
+                let mut parts = v.parts(separator);
+                // Parts are pulled one by one beside the checks (`last_part` is at most their number): a chain of
+                // zips cost more than the work it carries.
+                for (k, ccheck) in checks[..check.last_part[depth]].iter().enumerate() {
+                    let Some(part) = parts.next() else { break };
+                    if !ccheck.active[depth + 1] || part.is_empty() || part.is_null() {
+                        continue;
+                    }
+                    let cdef = &dt.components[k];
+                    let cdef = if ts && k == 0 {
+                        Def::TimestampComponent(cdef)
+                    } else {
+                        Def::Component(cdef)
+                    };
+                    let sub = if depth == 0 {
+                        Ctx {
+                            component: k + 1,
+                            ..*ctx
+                        }
+                    } else {
+                        Ctx {
+                            subcomponent: k + 1,
+                            ..*ctx
+                        }
+                    };
+                    self.value(&sub, part, ccheck, cdef, depth + 1);
+                }
+            }
+            CheckKind::Primitive { syntax, table } => {
+                let text = v.primitive_text(depth, delims);
+                // Trailing spaces are padding, as receivers read them (a fixed-width sender's `N  `).
+                let end = text.iter().rposition(|&b| b != b' ').map_or(0, |p| p + 1);
+                let text = &text[..end];
+                if text.is_empty() {
+                    return;
+                }
+                if syntax != Syntax::None {
+                    let text = utf8_text(text);
+                    if let Some(problem) = syntax.problem(&text) {
+                        self.bad_syntax(ctx, def, problem, &text);
+                        return;
+                    }
+                }
+                if let Some((t, slot, rule)) = table {
+                    self.table(ctx, text, t, slot, rule, def);
+                }
+            }
         }
     }
 
-    fn table(
+    /// Reports a value not of its primitive type's syntax. (Issues are reported apart from the walk, in cold
+    /// functions, so that the walk stays small.)
+    #[cold]
+    fn bad_syntax(&mut self, ctx: &Ctx, def: Def<'_>, problem: &str, text: &str) {
+        let message = format!(
+            "{} ({}) {problem}: {}",
+            self.field_ref(ctx),
+            def.name(),
+            quote(text)
+        );
+        self.report_at(Rule::DataType, ctx, message);
+    }
+
+    /// Checks a code (UTF-8 bytes) against the table at `slot` (this version's table number `table`, which lists
+    /// codes).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn table(&mut self, ctx: &Ctx, code: &[u8], table: u16, slot: u32, rule: Rule, def: Def<'_>) {
+        if !self.defs.table_at_contains(slot, code) {
+            self.not_in_table(ctx, &utf8_text(code), table, slot, rule, def);
+        }
+    }
+
+    /// Reports a code the table at `slot` does not list, unless the table admits it by pattern. Apart from
+    /// [`Validator::table`], which runs for every coded value, so that the lookup stays small.
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn not_in_table(
         &mut self,
         ctx: &Ctx,
         code: &str,
         table: u16,
+        slot: u32,
         rule: Rule,
-        name: &str,
-        data_type: &str,
+        def: Def<'_>,
     ) {
-        let Some(t) = self.defs.table(table) else {
-            return;
-        };
-        if t.codes.is_empty() || t.contains(code) || table_pattern(table, code) {
+        if table_pattern(table, code) {
             return;
         }
+        let (name, data_type) = (def.name(), def.data_type());
+        let t = self.defs.table_at(slot);
         let at = self.field_ref(ctx);
         // The versions' tables are not cumulative in the sources (2.5.1's table 0125 lacks CWE, which later
         // versions list): a code another version lists is worth a warning, not an error.
-        let elsewhere = crate::definitions::Version::ALL.iter().find(|v| {
+        let elsewhere = Version::ALL.iter().find(|v| {
             v.definitions()
                 .table(table)
                 .is_some_and(|t| t.contains(code))
@@ -913,9 +1132,230 @@ impl Validator<'_, '_> {
     fn field_ref(&self, ctx: &Ctx) -> String {
         let id = self.msg.segment(ctx.index).map_or("", |s| s.id());
         match (ctx.component, ctx.subcomponent) {
-            (0, _) => format!("{id}-{}", ctx.field),
-            (c, 0) => format!("{id}-{}-{c}", ctx.field),
-            (c, sub) => format!("{id}-{}-{c}-{sub}", ctx.field),
+            (0, _) => text!(id, "-", ctx.field),
+            (c, 0) => text!(id, "-", ctx.field, "-", c),
+            (c, sub) => text!(id, "-", ctx.field, "-", c, "-", sub),
+        }
+    }
+}
+
+/// What validation checks in a field, component or subcomponent, decided once per version from its definition
+/// (data type and table): the walk then compares no data type names, and skips, unread, what can report nothing.
+#[derive(Clone, Copy, Debug)]
+struct Check {
+    /// The data type's index in the version's data types (`u32::MAX`: not defined there).
+    type_index: u32,
+    kind: CheckKind,
+    /// Whether anything can be reported for a value of this definition met at depth 0 (a repetition), 1 (a
+    /// component) or 2 (a subcomponent).
+    active: [bool; 3],
+    /// For a composite met at depth 0 and 1: how many of its parts to walk (up to the last active one).
+    last_part: [usize; 2],
+}
+
+#[derive(Clone, Copy, Debug)]
+enum CheckKind {
+    /// A data type with components. `coded`: for CE, CWE, CNE and CF with a table that lists codes, the table's
+    /// number and slot (component 1 is checked against it). `ts`: the type is TS, whose component 1 is a
+    /// timestamp whatever the sources say.
+    Composite { coded: Option<(u16, u32)>, ts: bool },
+    /// A primitive (or a data type the version does not define): its syntax and, for ID and IS with a table that
+    /// lists codes, the table's number, slot and rule.
+    Primitive {
+        syntax: Syntax,
+        table: Option<(u16, u32, Rule)>,
+    },
+}
+
+/// The checks of one version's definitions.
+#[derive(Debug)]
+struct Plans {
+    /// Per segment definition (in the definitions' order), per field.
+    fields: Vec<Box<[Check]>>,
+    /// Per segment definition, its required fields (`min > 0`) as a bit set: bit `k` for field `k + 1`.
+    required: Vec<Box<[u64]>>,
+    /// Per data type (in the definitions' order), per component.
+    components: Vec<Box<[Check]>>,
+}
+
+/// The checks of a version, built on its first validation.
+fn plans(defs: &'static Definitions) -> &'static Plans {
+    static PLANS: [OnceLock<Plans>; 12] = [const { OnceLock::new() }; 12];
+    PLANS[defs.version().index()].get_or_init(|| Plans::new(defs))
+}
+
+impl Plans {
+    fn new(defs: &'static Definitions) -> Plans {
+        // The checks without their activity first: a composite's activity depends on its components'.
+        let components: Vec<Vec<Check>> = defs
+            .data_types()
+            .map(|dt| {
+                dt.components
+                    .iter()
+                    .enumerate()
+                    .map(|(k, c)| {
+                        if &*dt.id == "TS" && k == 0 {
+                            Check::new(defs, "DTM", u32::MAX, c.table)
+                        } else {
+                            Check::new(defs, &c.data_type, c.type_index, c.table)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        // A primitive is active at every depth, or at none; a composite is never active at depth 2 (it is not
+        // split there); so its activity at depth 1 depends on its components' at depth 2, and at depth 0 on
+        // theirs at depth 1.
+        let primitive_active = |c: &Check| match c.kind {
+            CheckKind::Primitive { syntax, table } => syntax != Syntax::None || table.is_some(),
+            CheckKind::Composite { .. } => false,
+        };
+        let at_depth1: Vec<bool> = components
+            .iter()
+            .map(|cs| cs.iter().any(primitive_active))
+            .collect();
+        let active_below = |c: &Check, depth: usize| match c.kind {
+            CheckKind::Primitive { .. } => primitive_active(c),
+            CheckKind::Composite { .. } => depth == 1 && at_depth1[c.type_index as usize],
+        };
+        let at_depth0: Vec<bool> = components
+            .iter()
+            .map(|cs| cs.iter().any(|c| active_below(c, 1)))
+            .collect();
+        let finish = |c: &mut Check| match c.kind {
+            CheckKind::Primitive { .. } => c.active = [primitive_active(c); 3],
+            CheckKind::Composite { coded, .. } => {
+                let t = c.type_index as usize;
+                c.active = [coded.is_some() || at_depth0[t], at_depth1[t], false];
+                for depth in 0..2 {
+                    c.last_part[depth] = components[t]
+                        .iter()
+                        .rposition(|part| active_below(part, depth + 1))
+                        .map_or(0, |k| k + 1);
+                }
+            }
+        };
+        let mut finished = components.clone();
+        for c in finished.iter_mut().flatten() {
+            finish(c);
+        }
+        let fields = defs
+            .segments()
+            .map(|seg| {
+                seg.fields
+                    .iter()
+                    .map(|f| {
+                        let mut c = Check::new(defs, &f.data_type, f.type_index, f.table);
+                        finish(&mut c);
+                        c
+                    })
+                    .collect()
+            })
+            .collect();
+        let required = defs
+            .segments()
+            .map(|seg| {
+                let mut bits = vec![0u64; seg.fields.len().div_ceil(64)];
+                for (k, f) in seg.fields.iter().enumerate() {
+                    if f.min > 0 {
+                        bits[k / 64] |= 1 << (k % 64);
+                    }
+                }
+                bits.into_boxed_slice()
+            })
+            .collect();
+        Plans {
+            fields,
+            required,
+            components: finished.into_iter().map(Vec::into_boxed_slice).collect(),
+        }
+    }
+}
+
+impl Check {
+    /// The check of a definition of type `data_type` (resolved to `type_index`) with table `table`, its activity
+    /// not yet set.
+    fn new(defs: &Definitions, data_type: &str, type_index: u32, table: Option<u16>) -> Check {
+        let dt = defs
+            .data_type_at(type_index)
+            .filter(|d| !d.components.is_empty());
+        let kind = match dt {
+            Some(dt) => CheckKind::Composite {
+                coded: table
+                    .filter(|_| {
+                        matches!(data_type, "CE" | "CWE" | "CNE" | "CF") && dt.components.len() > 1
+                    })
+                    .and_then(|t| Some((t, defs.table_slot(t)?))),
+                ts: data_type == "TS",
+            },
+            None => CheckKind::Primitive {
+                syntax: Syntax::of(data_type),
+                table: table
+                    .filter(|_| matches!(data_type, "ID" | "IS"))
+                    .and_then(|t| {
+                        let rule = if data_type == "ID" {
+                            Rule::TableValueId
+                        } else {
+                            Rule::TableValue
+                        };
+                        Some((t, defs.table_slot(t)?, rule))
+                    }),
+            },
+        };
+        Check {
+            type_index,
+            kind,
+            active: [false; 3],
+            last_part: [0; 2],
+        }
+    }
+}
+
+/// The syntax of a primitive data type that has one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Syntax {
+    /// No syntax to check (ST, ID, IS...).
+    None,
+    /// NM
+    Number,
+    /// SI
+    SequenceId,
+    /// DT
+    Date,
+    /// DTM, TS
+    DateTime,
+    /// TM
+    Time,
+}
+
+impl Syntax {
+    fn of(data_type: &str) -> Syntax {
+        match data_type {
+            "NM" => Syntax::Number,
+            "SI" => Syntax::SequenceId,
+            "DT" => Syntax::Date,
+            "DTM" | "TS" => Syntax::DateTime,
+            "TM" => Syntax::Time,
+            _ => Syntax::None,
+        }
+    }
+
+    /// Why `text` is not a valid value of this syntax; `None` when it is.
+    fn problem(self, text: &str) -> Option<&'static str> {
+        let t = text.trim_end();
+        match self {
+            Syntax::None => None,
+            Syntax::Number => (!is_number(t)).then_some("is not a number (NM)"),
+            Syntax::SequenceId => {
+                (!(t.len() <= 10 && !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())))
+                    .then_some("is not a sequence number (SI: a non-negative integer)")
+            }
+            Syntax::Date => (!is_date(t)).then_some("is not a date (DT: YYYY[MM[DD]])"),
+            Syntax::DateTime => (!is_datetime(t))
+                .then_some("is not a timestamp (YYYY[MM[DD[HH[MM[SS[.S[S[S[S]]]]]]]]][+/-ZZZZ])"),
+            Syntax::Time => {
+                (!is_time(t)).then_some("is not a time (TM: HH[MM[SS[.S[S[S[S]]]]]][+/-ZZZZ])")
+            }
         }
     }
 }
@@ -950,6 +1390,181 @@ fn quote(text: &str) -> String {
     out
 }
 
+/// The definition of what a check is about, for the names its issues give: read only when an issue is written
+/// (the walk passes it on without touching it).
+#[derive(Clone, Copy)]
+enum Def<'d> {
+    Field(&'d FieldDef),
+    Component(&'d ComponentDef),
+    /// TS.1: the sources type it ST before 2.5; it is a timestamp (DTM) in every version.
+    TimestampComponent(&'d ComponentDef),
+}
+
+impl Def<'_> {
+    fn name(&self) -> &str {
+        match self {
+            Def::Field(f) => &f.name,
+            Def::Component(c) | Def::TimestampComponent(c) => &c.name,
+        }
+    }
+
+    fn data_type(&self) -> &str {
+        match self {
+            Def::Field(f) => &f.data_type,
+            Def::Component(c) => &c.data_type,
+            Def::TimestampComponent(_) => "DTM",
+        }
+    }
+}
+
+/// A field, repetition, component or subcomponent being checked. Most fields are plain ASCII (which every
+/// character set reads as itself) with neither escape sequences nor subcomponents: those are split and read in
+/// place; the others go through [`Value`], which splits and decodes them.
+#[derive(Clone, Copy)]
+enum Piece<'a> {
+    /// ASCII bytes without the escape or the subcomponent character: a field or repetition (split at the
+    /// repetition and component separators), or a component or subcomponent of one (no delimiter left).
+    Plain(&'a [u8]),
+    Value(Value<'a>),
+}
+
+impl<'a> Piece<'a> {
+    /// A field (or a repetition), plain when it can be.
+    fn of(v: &Value<'a>, delims: &Delimiters) -> Piece<'a> {
+        // A missing delimiter becomes a byte no ASCII text holds. One pass without early exit: the compiler
+        // turns it into vector compares.
+        let escape = delims.escape.unwrap_or(0x80);
+        let sub = delims.subcomponent.unwrap_or(0x80);
+        let raw = v.raw();
+        let special = raw.iter().fold(false, |acc, &b| {
+            acc | !b.is_ascii() | (b == escape) | (b == sub)
+        });
+        if !special {
+            Piece::Plain(raw)
+        } else {
+            Piece::Value(*v)
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Piece::Plain(raw) => raw.is_empty(),
+            Piece::Value(v) => v.is_empty(),
+        }
+    }
+
+    /// HL7's explicit null, `""`.
+    fn is_null(&self) -> bool {
+        match self {
+            Piece::Plain(raw) => *raw == b"\"\"",
+            Piece::Value(v) => v.is_null(),
+        }
+    }
+
+    /// The length of the raw bytes.
+    fn raw_len(&self) -> usize {
+        match self {
+            Piece::Plain(raw) => raw.len(),
+            Piece::Value(v) => v.raw().len(),
+        }
+    }
+
+    /// Characters as a person counts them (escape sequences decoded): a plain piece's are its bytes.
+    fn text_len(&self) -> usize {
+        match self {
+            Piece::Plain(raw) => raw.len(),
+            Piece::Value(v) => text_len(v),
+        }
+    }
+
+    /// The parts one level down, as [`Value::parts`] splits them: a field at its repetitions, a repetition at its
+    /// components, a component at its subcomponents. `separator` is the one of this level for a plain piece
+    /// (`None` for a component: a plain one has no subcomponents, it is its own only part).
+    fn parts(self, separator: Option<u8>) -> PieceParts<'a> {
+        match self {
+            Piece::Plain(raw) => PieceParts::Plain {
+                rest: Some(raw),
+                separator,
+            },
+            Piece::Value(v) => PieceParts::Value(v.parts()),
+        }
+    }
+
+    /// The text of component `n` of a repetition ("" when absent).
+    fn component_text(self, n: usize, delims: &Delimiters) -> Cow<'a, str> {
+        match self {
+            Piece::Plain(_) => match self.parts(Some(delims.component)).nth(n - 1) {
+                Some(Piece::Plain(raw)) => utf8_text(raw),
+                _ => Cow::Borrowed(""),
+            },
+            Piece::Value(v) => v.component(n).map(|c| c.text()).unwrap_or_default(),
+        }
+    }
+
+    /// The text of a primitive, as UTF-8 bytes: at depth 0 (a repetition) the first subcomponent of its first
+    /// component, deeper the value itself. Bytes, because a table lookup needs no `&str`: the text of a plain
+    /// piece is made a `&str` only where it is needed.
+    fn primitive_text(self, depth: usize, delims: &Delimiters) -> Cow<'a, [u8]> {
+        let text = match self {
+            Piece::Plain(raw) if depth == 0 => {
+                let end = raw.iter().position(|&b| b == delims.component);
+                return Cow::Borrowed(&raw[..end.unwrap_or(raw.len())]);
+            }
+            Piece::Plain(raw) => return Cow::Borrowed(raw),
+            Piece::Value(v) if depth == 0 => v
+                .component(1)
+                .and_then(|c| c.subcomponent(1))
+                .map(|c| c.text())
+                .unwrap_or_default(),
+            Piece::Value(v) => v.text(),
+        };
+        match text {
+            Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
+            Cow::Owned(text) => Cow::Owned(text.into_bytes()),
+        }
+    }
+}
+
+/// Bytes known to be UTF-8 (a plain piece's ASCII, or decoded text) as text: always borrowed.
+fn utf8_text(raw: &[u8]) -> Cow<'_, str> {
+    std::str::from_utf8(raw).map_or_else(|_| String::from_utf8_lossy(raw), Cow::Borrowed)
+}
+
+/// The parts of a [`Piece`].
+enum PieceParts<'a> {
+    /// Of a plain piece: split at `separator` (none: the piece is its own only part); `rest` is `None` once
+    /// done.
+    Plain {
+        rest: Option<&'a [u8]>,
+        separator: Option<u8>,
+    },
+    Value(Parts<'a>),
+}
+
+impl<'a> Iterator for PieceParts<'a> {
+    type Item = Piece<'a>;
+
+    fn next(&mut self) -> Option<Piece<'a>> {
+        match self {
+            PieceParts::Plain { rest, separator } => {
+                let raw = (*rest)?;
+                let sep = *separator;
+                match sep.and_then(|s| raw.iter().position(|&b| b == s)) {
+                    Some(end) => {
+                        *rest = Some(&raw[end + 1..]);
+                        Some(Piece::Plain(&raw[..end]))
+                    }
+                    None => {
+                        *rest = None;
+                        Some(Piece::Plain(raw))
+                    }
+                }
+            }
+            PieceParts::Value(parts) => parts.next().map(Piece::Value),
+        }
+    }
+}
+
 /// Characters of a value as a person counts them (escape sequences decoded).
 fn text_len(v: &Value<'_>) -> usize {
     v.text().chars().count()
@@ -957,18 +1572,9 @@ fn text_len(v: &Value<'_>) -> usize {
 
 /// Why `text` is not a valid value of primitive type `data_type`; `None` when it is (or the type has no syntax to
 /// check).
-pub(crate) fn check_primitive(data_type: &str, text: &str) -> Option<&'static str> {
-    let t = text.trim_end();
-    match data_type {
-        "NM" => (!is_number(t)).then_some("is not a number (NM)"),
-        "SI" => (!(t.len() <= 10 && !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())))
-            .then_some("is not a sequence number (SI: a non-negative integer)"),
-        "DT" => (!is_date(t)).then_some("is not a date (DT: YYYY[MM[DD]])"),
-        "DTM" | "TS" => (!is_datetime(t))
-            .then_some("is not a timestamp (YYYY[MM[DD[HH[MM[SS[.S[S[S[S]]]]]]]]][+/-ZZZZ])"),
-        "TM" => (!is_time(t)).then_some("is not a time (TM: HH[MM[SS[.S[S[S[S]]]]]][+/-ZZZZ])"),
-        _ => None,
-    }
+#[cfg(test)]
+fn check_primitive(data_type: &str, text: &str) -> Option<&'static str> {
+    Syntax::of(data_type).problem(text)
 }
 
 fn is_number(t: &str) -> bool {
@@ -1070,9 +1676,13 @@ fn is_datetime(t: &str) -> bool {
         return false;
     };
     let b = main.as_bytes();
+    // Only ASCII digits can be a timestamp; checking first also keeps the byte slicing below on character
+    // boundaries (`2024010é` once panicked here).
+    if !main.is_ascii() {
+        return false;
+    }
     let date_len = b.len().min(8);
-    let date_len = if b.len() > 8 { 8 } else { date_len };
-    if !is_date(&main[..date_len.min(main.len())]) {
+    if !is_date(&main[..date_len]) {
         return false;
     }
     if b.len() <= 8 {
@@ -1104,6 +1714,8 @@ mod tests {
             assert_eq!(check_primitive(ty, good), None, "{ty} {good:?}");
         }
         for (ty, bad) in [
+            ("DTM", "2024010é"),
+            ("DTM", "20240101é"),
             ("NM", "1.2.3"),
             ("NM", "1e5"),
             ("NM", "-"),
