@@ -4,7 +4,7 @@
 //! - `POST /hl7/validate?version=2.5.1&strict=true`: the body holds one or more v2 messages (any line endings, a
 //!   plain concatenation or an FHS/BHS batch file); the answer is `{"messages": [ <validation_json> ... ]}`.
 //! - `POST /hl7/to-fhir?bundle=message|transaction|collection`: the body holds a v2 message; the answer is its FHIR
-//!   R4 Bundle by the v2-to-FHIR guide (`Accept` / `_format` choose JSON or XML, as on `/fhir`). A body of several
+//!   R4 Bundle by the v2-to-FHIR guide, its codes checked by the server's terminology (`check=false`: not) (`Accept` / `_format` choose JSON or XML, as on `/fhir`). A body of several
 //!   messages answers one JSON Bundle per line (`application/fhir+ndjson`).
 
 use crate::error::ApiError;
@@ -42,6 +42,7 @@ pub(crate) fn routes() -> Router<Shared> {
 
 /// `POST /hl7/to-fhir`: the Bundle(s) the message(s) in the body become.
 async fn to_fhir(
+    axum::extract::State(state): axum::extract::State<Shared>,
     Query(query): Query<Vec<(String, String)>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -74,10 +75,17 @@ async fn to_fhir(
         }
     }
     // Conversion is CPU work proportional to the body: off the HTTP thread.
+    // Codes are checked by the server's own terminology when it has one (`check=false` turns it off).
+    let check = !query.iter().any(|(k, v)| k == "check" && v == "false");
+    let checker = state
+        .terminology
+        .clone()
+        .filter(|_| check)
+        .map(crate::TerminologyChecker);
     let bundles = tokio::task::spawn_blocking(move || {
         let options = v2fhir::Options {
             bundle,
-            checker: None,
+            checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
         };
         hl7v2::split(&body)
             .filter(|c| c.kind == ChunkKind::Message)

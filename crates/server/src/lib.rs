@@ -15,6 +15,7 @@
 //! # }
 //! ```
 
+mod code_check;
 mod error;
 mod fast_lane;
 mod fhir_format;
@@ -27,6 +28,7 @@ mod state;
 mod terminology_api;
 mod threads;
 
+pub use code_check::TerminologyChecker;
 pub use error::{ApiError, IssueType};
 pub use fast_lane::App;
 pub use hl7_api::{validation_json, validation_parse_options};

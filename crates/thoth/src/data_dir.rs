@@ -11,6 +11,11 @@ pub struct GlobalArgs {
 }
 
 impl GlobalArgs {
+    /// The data directory when one was named (`--data` or `THOTH_DATA`), not created.
+    pub fn given_data_dir(&self) -> Option<&std::path::Path> {
+        self.data.as_deref()
+    }
+
     /// The data directory to use, created if missing.
     pub fn data_dir(&self) -> anyhow::Result<PathBuf> {
         let dir = match &self.data {

@@ -98,7 +98,8 @@ enum Command {
     },
     /// Convert each message to a FHIR R4 Bundle by the HL7 Version 2 to FHIR implementation guide. JSON Bundles
     /// are written one per line; with `--report`, the conversion report (what was not mapped, and where) goes to
-    /// stderr as JSON lines.
+    /// stderr as JSON lines. With `--data DIR` (or THOTH_DATA), codes are checked by the terminology content of
+    /// that data directory: displays filled in, codes that are not valid kept as sent and reported.
     ToFhir {
         /// File of messages, `-` for stdin.
         file: PathBuf,
@@ -147,7 +148,7 @@ enum Format {
     Json,
 }
 
-pub fn run(_global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
+pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let terminal = stdout.is_terminal();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -294,13 +295,21 @@ pub fn run(_global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
             format,
         } => {
             let input = read_input(&file)?;
+            let checker = global.given_data_dir().map(|dir| {
+                let snomed = crate::cmd::snomed::open_store(dir);
+                server::TerminologyChecker(crate::cmd::terminology::load_service(
+                    dir,
+                    terminology::Config::default().max_expansion,
+                    snomed,
+                ))
+            });
             let options = v2fhir::Options {
                 bundle: match bundle {
                     BundleArg::Message => v2fhir::BundleType::Message,
                     BundleArg::Transaction => v2fhir::BundleType::Transaction,
                     BundleArg::Collection => v2fhir::BundleType::Collection,
                 },
-                checker: None,
+                checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
             };
             let mut count = 0;
             for msg in hl7v2::messages(&input) {

@@ -99,3 +99,70 @@ fn two_orders_make_two_reports_and_unmapped_fields_are_reported() {
     // The Z-segment has no map: reported with its path, not silently dropped.
     assert!(out.notes.iter().any(|n| n.path == "ZZZ"), "{:?}", out.notes);
 }
+
+/// A terminology that knows LOINC's 2093-3 only (the converter's caller implements the checker over its own).
+struct OneLoincCode;
+
+impl v2fhir::CodeChecker for OneLoincCode {
+    fn check(&self, system: &str, code: &str) -> v2fhir::CodeCheck {
+        match (system, code) {
+            ("http://loinc.org", "2093-3") => v2fhir::CodeCheck::Valid {
+                display: Some("Cholesterol [Mass/volume] in Serum or Plasma".into()),
+            },
+            ("http://loinc.org", _) => v2fhir::CodeCheck::Invalid {
+                message: "unknown code".into(),
+            },
+            _ => v2fhir::CodeCheck::NotLoaded,
+        }
+    }
+}
+
+#[test]
+fn codes_are_checked_kept_as_sent_and_reported() {
+    // The triglyceride OBX is sent with a made-up LOINC code and no display; the cholesterol one is valid.
+    let text = ORU
+        .replace("2571-8^Triglyceride^LN", "9999-9^^LN")
+        .replace("2093-3^Cholesterol^LN", "2093-3^^LN")
+        .replace('\n', "\r");
+    let msg = hl7v2::Message::parse(text.as_bytes());
+    let checker = OneLoincCode;
+    let options = v2fhir::Options {
+        checker: Some(&checker),
+        ..Default::default()
+    };
+    let out = v2fhir::convert(&msg, &options);
+    let b: Value = serde_json::from_slice(&out.json).unwrap();
+    let obs = resources(&b, "Observation");
+    let chol = obs
+        .iter()
+        .find(|o| o["code"]["coding"][0]["code"] == "2093-3")
+        .unwrap();
+    // A valid code without a display gets the code system's.
+    assert_eq!(
+        chol["code"]["coding"][0]["display"],
+        "Cholesterol [Mass/volume] in Serum or Plasma"
+    );
+    // The invalid code is kept as sent, never dropped or guessed...
+    assert!(
+        obs.iter()
+            .any(|o| o["code"]["coding"][0]["code"] == "9999-9")
+    );
+    // ... and reported, in the report and as an OperationOutcome entry of the Bundle.
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.message.contains("9999-9") && n.severity == v2fhir::Severity::Warning)
+    );
+    let oo = resources(&b, "OperationOutcome");
+    assert_eq!(oo.len(), 1);
+    assert!(
+        oo[0]["issue"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["diagnostics"].as_str().unwrap().contains("9999-9"))
+    );
+    // Without a checker nothing is said about codes.
+    let plain = v2fhir::convert(&msg, &v2fhir::Options::default());
+    assert!(!plain.notes.iter().any(|n| n.message.contains("9999-9")));
+}

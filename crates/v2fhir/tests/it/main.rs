@@ -2,4 +2,5 @@
 
 mod corpus;
 mod golden;
+mod hapi_fhir;
 mod support;
