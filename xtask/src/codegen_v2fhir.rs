@@ -13,6 +13,10 @@
 //! - `segments.tsv` / `datatypes.tsv`: map, element (`PID-7`, `CX.4`), computable condition, narrative-only flag,
 //!   FHIR attribute, FHIR type, data type map, vocabulary map, assigned value;
 //! - `vocabulary.tsv`: map, v2 code, v2 code system, computable condition, FHIR code, display, FHIR system.
+//! - `required-codes.tsv`: for each FHIR R4 element of type `code` with a required binding (`Encounter.location
+//!   .status`, `HumanName.use`), the codes its value set allows, read from the R4 definitions package that
+//!   `codegen_fhir` reads (StructureDefinitions, ValueSets, CodeSystems). The converter keeps a v2 code that is
+//!   not one of them as the element's original text instead of writing an invalid code.
 //!
 //! Narrative text and comments are left out: they guide people, not the converter. Only the fact that a row is
 //! conditioned by narrative alone is kept, because the converter decides those rows by a rule
@@ -81,6 +85,7 @@ pub fn run(check: bool) -> Result<()> {
         SOURCE_SHA256 == "UNPINNED" || digest == SOURCE_SHA256,
         "the v2-to-FHIR mapping CSVs changed (sha256 {digest}, pinned {SOURCE_SHA256}): review the guide's changes, then update SOURCE_SHA256 in xtask/src/codegen_v2fhir.rs"
     );
+    files.push(("required-codes.tsv".to_string(), required_codes(&root)?));
     files.push(("NOTICE".to_string(), notice(&commit, &digest)));
     let out = root.join("crates/v2fhir/src/generated");
     crate::generated::write_or_check(&out, &files, check, "v2fhir")
@@ -274,6 +279,101 @@ fn vocabulary_row(map: &str, row: &csv::StringRecord, header: &[String]) -> Opti
     ])
 }
 
+/// The allowed codes of every required-bound `code` element of FHIR R4 (see the module docs).
+fn required_codes(root: &Path) -> Result<String> {
+    use serde_json::Value;
+    use std::collections::{BTreeMap, HashMap};
+    use std::io::Read as _;
+    let package = root.join("../shared/data/fhir/packages").join(crate::codegen_fhir::PACKAGE_FILE);
+    let bytes = std::fs::read(&package).with_context(|| format!("reading {}", package.display()))?;
+    ensure!(
+        sha256_hex(&bytes) == crate::codegen_fhir::PACKAGE_SHA256,
+        "{} is not the pinned R4 package",
+        package.display()
+    );
+    let mut sds = Vec::new();
+    let mut value_sets: HashMap<String, Value> = HashMap::new();
+    let mut code_systems: HashMap<String, Value> = HashMap::new();
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&bytes[..]));
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let name = entry.path()?.to_string_lossy().to_string();
+        let kind = ["StructureDefinition-", "ValueSet-", "CodeSystem-"]
+            .into_iter()
+            .find(|k| name.starts_with(&format!("package/{k}")) && name.ends_with(".json"));
+        let Some(kind) = kind else { continue };
+        let mut text = String::new();
+        entry.read_to_string(&mut text)?;
+        let v: Value = serde_json::from_str(&text).with_context(|| name.clone())?;
+        let url = v["url"].as_str().unwrap_or("").to_string();
+        match kind {
+            "StructureDefinition-" => sds.push(v),
+            "ValueSet-" => {
+                value_sets.insert(url, v);
+            }
+            _ => {
+                code_systems.insert(url, v);
+            }
+        }
+    }
+    fn concepts(list: &Value, out: &mut Vec<String>) {
+        for c in list.as_array().into_iter().flatten() {
+            if let Some(code) = c["code"].as_str() {
+                out.push(code.to_string());
+            }
+            concepts(&c["concept"], out);
+        }
+    }
+    let mut rows: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for sd in &sds {
+        // Base definitions only (resources and data types), not profiles.
+        if sd["derivation"] != "specialization" {
+            continue;
+        }
+        for e in sd["snapshot"]["element"].as_array().into_iter().flatten() {
+            let is_code = e["type"].as_array().is_some_and(|t| t.len() == 1 && t[0]["code"] == "code");
+            if !is_code || e["binding"]["strength"] != "required" {
+                continue;
+            }
+            let Some(vs_url) = e["binding"]["valueSet"].as_str() else { continue };
+            let vs_url = vs_url.split('|').next().unwrap_or(vs_url);
+            let Some(vs) = value_sets.get(vs_url) else { continue };
+            let mut codes = Vec::new();
+            let mut complete = true;
+            for inc in vs["compose"]["include"].as_array().into_iter().flatten() {
+                if inc.get("concept").is_some() {
+                    concepts(&inc["concept"], &mut codes);
+                } else if let Some(cs) = inc["system"].as_str().and_then(|s| code_systems.get(s))
+                    && inc.get("filter").is_none()
+                    && cs["content"] == "complete"
+                {
+                    concepts(&cs["concept"], &mut codes);
+                } else {
+                    complete = false; // a value set we cannot enumerate here: no check for this element
+                }
+            }
+            if vs["compose"].get("exclude").is_some() {
+                complete = false;
+            }
+            if complete && !codes.is_empty() {
+                codes.sort();
+                codes.dedup();
+                let path = e["path"].as_str().unwrap_or("").to_string();
+                rows.insert(path, codes);
+            }
+        }
+    }
+    let mut out = format!(
+        "# @generated by `cargo xtask codegen` from {} (sha256 {}). Do not edit.\n# element\tallowed codes (space-separated)\n",
+        crate::codegen_fhir::PACKAGE_FILE,
+        crate::codegen_fhir::PACKAGE_SHA256
+    );
+    for (path, codes) in rows {
+        let _ = writeln!(out, "{path}\t{}", codes.join(" "));
+    }
+    Ok(out)
+}
+
 fn notice(commit: &str, digest: &str) -> String {
     format!(
         "The files in this directory are generated by `cargo xtask codegen` (xtask/src/codegen_v2fhir.rs) from the\n\
@@ -281,6 +381,8 @@ fn notice(commit: &str, digest: &str) -> String {
          {commit}, mappings/{{messages,segments,datatypes,codesystems}}/*.csv (sha256 over the files: {digest}).\n\n\
          The guide's content is published by HL7 International under CC0-1.0 (its sushi-config.yaml); its repository\n\
          is Apache-2.0. Only the rules are kept (elements, conditions, targets, maps, assigned values); the guide's\n\
-         narrative and comments are not copied.\n"
+         narrative and comments are not copied.\n\n\
+         `required-codes.tsv` lists codes of FHIR R4's required value sets, from the R4 definitions package\n\
+         (hl7.fhir.r4.examples 4.0.1; FHIR is published by HL7 under CC0-1.0).\n"
     )
 }

@@ -1294,6 +1294,34 @@ fn write(
         });
         return;
     }
+    // A code outside the required value set of its element would make the resource invalid: the code is kept
+    // as the element's original text (an extension on the primitive) and reported, not written as the value.
+    let value = match value {
+        Node::Str(code) if e.ty.name() == "code" && !required_code_ok(t, &last.name, &code) => {
+            notes.push(Note {
+                severity: Severity::Warning,
+                path: path.into(),
+                message: format!(
+                    "{path}: {code:?} is not a code of FHIR {}.{}'s required value set; kept as its original text",
+                    t.name(),
+                    last.name
+                ),
+            });
+            if e.many {
+                return;
+            }
+            let mut ext = Node::obj();
+            ext.member("url", || {
+                Node::Str("http://hl7.org/fhir/StructureDefinition/originalText".into())
+            });
+            ext.member("valueString", || Node::Str(code));
+            let mut prim = Node::obj();
+            prim.member("extension", || Node::Arr(vec![(0, ext)]));
+            node.set_if_absent(&format!("_{}", last.name), prim);
+            return;
+        }
+        v => v,
+    };
     if e.many {
         let tag = fnv(&[
             &tag.to_le_bytes(),
@@ -1321,6 +1349,18 @@ fn write(
             _ => {}
         }
     }
+}
+
+/// Whether `code` may stand in `element` of `t` (always, when its binding is not required or not enumerable).
+fn required_code_ok(t: TypeShape, element: &str, code: &str) -> bool {
+    let mut key = String::with_capacity(t.name().len() + element.len() + 1);
+    key.push_str(t.name());
+    key.push('.');
+    key.push_str(element);
+    maps()
+        .required_codes
+        .get(key.as_str())
+        .is_none_or(|allowed| allowed.contains(&code))
 }
 
 /// Whether another alternative of the choice element `choice` is already set on `node`.

@@ -11,6 +11,7 @@ const MESSAGES: &str = include_str!("generated/messages.tsv");
 const SEGMENTS: &str = include_str!("generated/segments.tsv");
 const DATATYPES: &str = include_str!("generated/datatypes.tsv");
 const VOCABULARY: &str = include_str!("generated/vocabulary.tsv");
+const REQUIRED_CODES: &str = include_str!("generated/required-codes.tsv");
 
 /// One step of a FHIR attribute path: `identifier[2]` → name `identifier`, slot 2.
 #[derive(Clone, Debug)]
@@ -149,6 +150,8 @@ pub(crate) struct Maps {
     pub(crate) vocabulary: HashMap<(Box<str>, Box<str>), Mapped>,
     /// For each segment id, the segment map the guide most often applies to it, for messages it does not map.
     pub(crate) default_maps: HashMap<Box<str>, Vec<(Key, Box<str>)>>,
+    /// FHIR R4 `code` elements with a required binding (`Encounter.location.status`) → the codes allowed.
+    pub(crate) required_codes: HashMap<&'static str, Vec<&'static str>>,
     /// Rows whose condition could not be read, as `map element: condition` (listed, never applied).
     pub(crate) unparsed: Vec<String>,
 }
@@ -461,7 +464,11 @@ fn compile() -> Maps {
                 system: system.into(),
             });
     }
+    let required_codes = rows(REQUIRED_CODES)
+        .filter_map(|r| Some((*r.first()?, r.get(1)?.split(' ').collect())))
+        .collect();
     Maps {
+        required_codes,
         messages,
         elements,
         vocabulary,

@@ -126,8 +126,16 @@ fn dtm(text: &str) -> Option<Dtm<'_>> {
         return None;
     }
     let n = |a: usize, b: usize| digits.get(a..b).and_then(|s| s.parse::<u32>().ok());
+    // The day must exist in its month (`20170229` is no date).
+    let days = |y: u32, m: u32| match m {
+        2 if y.is_multiple_of(4) && (!y.is_multiple_of(100) || y.is_multiple_of(400)) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    let year = n(0, 4).unwrap_or(0);
     if n(4, 6).is_some_and(|m| !(1..=12).contains(&m))
-        || n(6, 8).is_some_and(|d| !(1..=31).contains(&d))
+        || n(6, 8).is_some_and(|d| d < 1 || d > days(year, n(4, 6).unwrap_or(1)))
         || n(8, 10).is_some_and(|h| h > 23)
         || n(10, 12).is_some_and(|m| m > 59)
         || n(12, 14).is_some_and(|s| s > 59)
@@ -259,6 +267,11 @@ mod tests {
             )
         );
         assert_eq!(conv("20241315", "date"), (None, Some(Unfit::Invalid)));
+        assert_eq!(conv("20170229", "date"), (None, Some(Unfit::Invalid)));
+        assert_eq!(
+            conv("20000229", "date").0,
+            Some(Node::Str("2000-02-29".into()))
+        );
         assert_eq!(conv("+007.50", "decimal").0, Some(Node::Num("7.50".into())));
         assert_eq!(conv("1e", "decimal"), (None, Some(Unfit::Invalid)));
         assert_eq!(conv("Y", "boolean").0, Some(Node::Bool(true)));
