@@ -163,7 +163,8 @@ pub struct AttributeGroup {
 /// `[cardinality] [R] name op value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attribute {
-    /// How many relationships must match; default `[1..*]`.
+    /// How many non-redundant attributes must match (the specification counts attributes of the concept's
+    /// definition, not relationship rows: see `snomed::ecl_eval`); default `[1..*]`.
     pub cardinality: Option<Cardinality>,
     /// `R`: the relationship points from the value to the focus concept.
     pub reverse: bool,

@@ -1,19 +1,63 @@
 //! /v1/snomed: the Hermes-compatible native SNOMED CT API.
 //!
-//! Routes and JSON shapes follow Hermes (`wardle/hermes`) so that its clients work unchanged; see
-//! `docs/SNOMED-API.md`. Identifiers in paths are validated (Verhoeff, partition): a malformed one is a 400, an
-//! unknown one a 404.
+//! Routes, parameters and JSON shapes follow Hermes (`wardle/hermes`, `cmd/com/eldrix/hermes/cmd/server.clj`) so
+//! that its clients work unchanged; `docs/SNOMED-API.md` has the route-by-route table of what matches and what
+//! does not. Identifiers in paths are validated (Verhoeff, partition): a malformed one is a 400, an unknown one a
+//! 404. Errors carry Hermes's `{"error": message}` and, for Thoth's own clients, the OperationOutcome fields.
 
 use crate::error::ApiError;
 use crate::state::{AppState, Shared};
-use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
+use axum::extract::{Path, Query, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Map, Value, json};
-use snomed::{ConceptIdx, Description, RefsetMember, SctId, SearchRequest, Store, format_date};
+use snomed::{
+    ConceptIdx, Description, DescriptionKind, RefsetMember, SctId, SearchRequest, Store,
+    format_date,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+
+/// An error of this API: Hermes answers `{"error": "..."}` (with a 400 for bad parameters and invalid ECL, 422
+/// for an ECL attribute that is not a concept model attribute); Thoth's clients of this API have read the
+/// OperationOutcome `issue` list since the start. The body carries both, so neither kind of client breaks.
+#[derive(Debug)]
+struct V1Error {
+    error: ApiError,
+    /// A status other than the one `ApiError` implies (Hermes's 422 for a non-attribute in a refinement).
+    status: Option<StatusCode>,
+}
+
+impl From<ApiError> for V1Error {
+    fn from(error: ApiError) -> Self {
+        V1Error {
+            error,
+            status: None,
+        }
+    }
+}
+
+impl IntoResponse for V1Error {
+    fn into_response(self) -> Response {
+        let (status, _) = self.error.classify();
+        let status = self.status.unwrap_or(status);
+        if status.is_server_error() {
+            tracing::error!(error = %self.error, "request failed");
+        }
+        let mut body = self.error.operation_outcome();
+        if let Value::Object(m) = &mut body {
+            m.insert("error".into(), self.error.to_string().into());
+        }
+        (
+            status,
+            [("content-type", "application/json")],
+            body.to_string(),
+        )
+            .into_response()
+    }
+}
 
 pub(crate) fn routes() -> Router<Shared> {
     Router::new()
@@ -158,7 +202,7 @@ fn member_json(store: &Store, m: &RefsetMember<'_>) -> Value {
 async fn concept(
     State(state): State<Shared>,
     Path(id): Path<String>,
-) -> Result<Json<ConceptJson>, ApiError> {
+) -> Result<Json<ConceptJson>, V1Error> {
     let store = store(&state)?;
     let idx = concept_idx(store, &id)?;
     Ok(Json(concept_json(store, idx)))
@@ -167,7 +211,7 @@ async fn concept(
 async fn descriptions(
     State(state): State<Shared>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, V1Error> {
     let store = store(&state)?;
     let idx = concept_idx(store, &id)?;
     let list: Vec<Value> = store
@@ -181,13 +225,15 @@ async fn preferred(
     State(state): State<Shared>,
     Path(id): Path<String>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, V1Error> {
     let store = store(&state)?;
     let idx = concept_idx(store, &id)?;
     let refsets = store.language_refsets_for(accept_language(&headers));
-    let d = store
-        .preferred_synonym(idx, &refsets)
-        .ok_or_else(|| ApiError::NotFound(format!("concept {id} has no active description")))?;
+    let d = store.preferred_synonym(idx, &refsets).ok_or_else(|| {
+        V1Error::from(ApiError::NotFound(format!(
+            "concept {id} has no active description"
+        )))
+    })?;
     Ok(Json(Value::Object(description_json(&d))))
 }
 
@@ -215,7 +261,7 @@ async fn extended(
     State(state): State<Shared>,
     Path(id): Path<String>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, V1Error> {
     let store = store(&state)?;
     let idx = concept_idx(store, &id)?;
     let descriptions: Vec<Value> = store
@@ -258,7 +304,7 @@ async fn extended(
 async fn properties(
     State(state): State<Shared>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, V1Error> {
     let store = store(&state)?;
     let idx = concept_idx(store, &id)?;
     let mut groups: BTreeMap<u32, BTreeMap<u64, Vec<Value>>> = BTreeMap::new();
@@ -297,7 +343,7 @@ async fn properties(
 async fn historical(
     State(state): State<Shared>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, V1Error> {
     let store = store(&state)?;
     let idx = concept_idx(store, &id)?;
     let mut by_refset: BTreeMap<u64, Vec<Value>> = BTreeMap::new();
@@ -317,7 +363,7 @@ async fn historical(
 async fn refsets(
     State(state): State<Shared>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, V1Error> {
     let store = store(&state)?;
     let idx = concept_idx(store, &id)?;
     let items: Vec<Value> = store
@@ -331,7 +377,7 @@ async fn refsets(
 async fn subsumed_by(
     State(state): State<Shared>,
     Path((id, subsumer)): Path<(String, String)>,
-) -> Result<Json<SubsumedBy>, ApiError> {
+) -> Result<Json<SubsumedBy>, V1Error> {
     let store = store(&state)?;
     let a = concept_idx(store, &id)?;
     let b = concept_idx(store, &subsumer)?;
@@ -352,7 +398,7 @@ struct SubsumedBy {
 async fn map_to(
     State(state): State<Shared>,
     Path((id, refset)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, V1Error> {
     let store = store(&state)?;
     let idx = concept_idx(store, &id)?;
     let refset = parse_id(&refset)?;
@@ -394,7 +440,7 @@ async fn map_to(
 async fn crossmap(
     State(state): State<Shared>,
     Path((refset, code)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, V1Error> {
     let store = store(&state)?;
     let refset = parse_id(&refset)?;
     let fields = store
@@ -416,6 +462,13 @@ async fn crossmap(
         })
         .map(|m| member_json(store, &m))
         .collect();
+    // Hermes answers its `(seq ...)` of the matches, and no result is a 404 there: a code nothing maps to is
+    // "not found", not an empty list.
+    if items.is_empty() {
+        return Err(
+            ApiError::NotFound(format!("no member of refset {refset} maps to '{code}'")).into(),
+        );
+    }
     Ok(Json(Value::Array(items)))
 }
 
@@ -435,6 +488,8 @@ fn max_hits(
     }
 }
 
+/// A flag as Hermes writes them (`true`/`1`); `false`, `0` and empty are false. Hermes reads any other value as
+/// false; Thoth refuses it (400), so that a typo is not silently a different query.
 fn flag(params: &HashMap<String, String>, name: &str) -> Result<Option<bool>, ApiError> {
     match params.get(name).map(String::as_str) {
         None => Ok(None),
@@ -446,29 +501,63 @@ fn flag(params: &HashMap<String, String>, name: &str) -> Result<Option<bool>, Ap
     }
 }
 
+/// The query string as Hermes's server reads it: single parameters by name (the first occurrence), and every
+/// occurrence of the ones Hermes accepts repeated (`isA=1&isA=2`).
+struct Params {
+    single: HashMap<String, String>,
+    all: Vec<(String, String)>,
+}
+
+impl Params {
+    fn parse(raw: Option<&str>) -> Params {
+        let all: Vec<(String, String)> = form_urlencoded::parse(raw.unwrap_or("").as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        let mut single = HashMap::new();
+        for (k, v) in &all {
+            single.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        Params { single, all }
+    }
+
+    /// Every id given for `name`, repeated (Hermes) or comma-separated (Thoth's earlier form).
+    fn ids(&self, name: &str) -> Result<Vec<SctId>, ApiError> {
+        self.all
+            .iter()
+            .filter(|(k, _)| k == name)
+            .flat_map(|(_, v)| v.split(','))
+            .map(parse_id)
+            .collect()
+    }
+}
+
 async fn search(
     State(state): State<Shared>,
-    Query(params): Query<HashMap<String, String>>,
+    RawQuery(raw): RawQuery,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, V1Error> {
     let store = store(&state)?;
+    let query = Params::parse(raw.as_deref());
+    let params = &query.single;
     let text = params.get("s").map(String::as_str).unwrap_or("");
     let mut req = SearchRequest::new(text);
-    req.max_hits = max_hits(&params, 500, 9_999)?;
+    req.max_hits = max_hits(params, 500, 9_999)?;
     let fuzzy_distance = |b: Option<bool>| if b == Some(true) { 2 } else { 0 };
-    req.fuzzy = fuzzy_distance(flag(&params, "fuzzy")?);
-    req.fallback_fuzzy = fuzzy_distance(flag(&params, "fallbackFuzzy")?);
-    req.inactive_concepts = flag(&params, "inactiveConcepts")?.unwrap_or(false);
-    req.inactive_descriptions = flag(&params, "inactiveDescriptions")?.unwrap_or(true);
-    req.remove_duplicates = flag(&params, "removeDuplicates")?.unwrap_or(false);
-    if let Some(v) = params.get("isA") {
-        req.is_a = v.split(',').map(parse_id).collect::<Result<_, _>>()?;
-    }
-    if let Some(v) = params.get("refset") {
-        req.refsets = v.split(',').map(parse_id).collect::<Result<_, _>>()?;
-    }
+    req.fuzzy = fuzzy_distance(flag(params, "fuzzy")?);
+    req.fallback_fuzzy = fuzzy_distance(flag(params, "fallbackFuzzy")?);
+    req.inactive_concepts = flag(params, "inactiveConcepts")?.unwrap_or(false);
+    req.inactive_descriptions = flag(params, "inactiveDescriptions")?.unwrap_or(true);
+    req.remove_duplicates = flag(params, "removeDuplicates")?.unwrap_or(false);
+    // Hermes leaves fully specified names out unless `fsn=true` (its `show-fsn?`, default false).
+    req.kinds = if flag(params, "fsn")?.unwrap_or(false) {
+        vec![DescriptionKind::Fsn, DescriptionKind::Synonym]
+    } else {
+        vec![DescriptionKind::Synonym]
+    };
+    req.is_a = query.ids("isA")?;
+    req.refsets = query.ids("refset")?;
     let constraint = match params.get("constraint").or_else(|| params.get("ecl")) {
-        Some(ecl) => Some(evaluate_ecl(store, ecl)?),
+        Some(ecl) => Some(evaluate_ecl(store, ecl, false)?),
         None => None,
     };
     req.constraint = constraint.as_ref();
@@ -477,9 +566,7 @@ async fn search(
         && req.refsets.is_empty()
         && req.constraint.is_none()
     {
-        return Err(ApiError::BadRequest(
-            "missing parameter: s (or a filter)".into(),
-        ));
+        return Err(ApiError::BadRequest("missing parameter: s (or a filter)".into()).into());
     }
     let hits = store
         .search(&req)
@@ -504,47 +591,118 @@ async fn search(
     Ok(Json(Value::Array(out)))
 }
 
-/// Evaluates an ECL constraint; every failure is the client's (400 for invalid or unsupported ECL, 422 when
-/// the result or the time needed is too large).
-fn evaluate_ecl(store: &Store, ecl: &str) -> Result<snomed::ecl_eval::RoaringBitmap, ApiError> {
-    use snomed::ecl_eval::{EclError, Limits, evaluate_str};
-    evaluate_str(store, ecl, &Limits::default()).map_err(|e| match e {
-        EclError::TooLarge { .. } | EclError::Timeout(_) => ApiError::TooCostly(e.to_string()),
-        other => ApiError::BadRequest(other.to_string()),
+/// Evaluates an ECL constraint as Hermes does: attribute cardinality counts distinct attribute values across
+/// groups (`AttributeCounting::Distinct`; `/fhir` counts per group, see docs/CONFORMANCE.md), and `historic` is
+/// its `includeHistoric`. Every failure is the client's: 400 for invalid or unsupported ECL, 422 for a
+/// refinement on a concept that is not a concept model attribute (Hermes's status for it) and when the result or
+/// the time needed is too large.
+fn evaluate_ecl(
+    store: &Store,
+    ecl: &str,
+    historic: bool,
+) -> Result<snomed::ecl_eval::RoaringBitmap, V1Error> {
+    use snomed::ecl_eval::{AttributeCounting, EclError, Options, evaluate_str_with};
+    let options = Options {
+        counting: AttributeCounting::Distinct,
+        history: historic,
+        ..Options::default()
+    };
+    evaluate_str_with(store, ecl, &options).map_err(|e| match e {
+        EclError::TooLarge { .. } | EclError::Timeout(_) => {
+            ApiError::TooCostly(e.to_string()).into()
+        }
+        EclError::NotAnAttribute { .. } => V1Error {
+            error: ApiError::BadRequest(e.to_string()),
+            status: Some(StatusCode::UNPROCESSABLE_ENTITY),
+        },
+        other => ApiError::BadRequest(other.to_string()).into(),
     })
 }
 
-/// ECL expansion: one row per concept with its preferred term (Hermes's `expand?ecl=...&preferred=true` shape).
+/// ECL expansion as Hermes's `GET /v1/snomed/expand`: one row per matching *description*, not per concept.
+///
+/// - default: every synonym (active or not: Hermes indexes every description) of every active concept the
+///   expression selects (`expand-ecl`);
+/// - `includeHistoric=true` (or Hermes's legacy `include-historic`): the expression plus the inactive concepts
+///   that historical associations point from to its members, and inactive concepts are kept
+///   (`expand-ecl-historic`);
+/// - `preferred=true`: only the synonyms preferred in `dialectId` (a language refset), or else in the first
+///   language refset `Accept-Language` chooses (`expand-ecl*`); with `includeHistoric` it is a 400, as in Hermes.
+///
+/// `preferredTerm` is the concept's preferred synonym for `Accept-Language` (Hermes stores the one of its
+/// index-time locale). Inactive concepts are left out unless `includeHistoric` asks for them, even when the
+/// expression itself selects some (`^` of an association refset, `{{ +HISTORY }}`): a Hermes client expects
+/// current concepts from this route. `maxHits` (a Thoth addition; Hermes has no cap) refuses expansions of
+/// more concepts with a 422.
 async fn expand(
     State(state): State<Shared>,
     Query(params): Query<HashMap<String, String>>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, V1Error> {
     let store = store(&state)?;
     let ecl = params
         .get("ecl")
         .filter(|e| !e.trim().is_empty())
         .ok_or_else(|| ApiError::BadRequest("missing parameter: ecl".into()))?;
-    let max_hits = max_hits(&params, 10_000, 1_000_000)?;
-    let bits = evaluate_ecl(store, ecl)?;
-    if bits.len() > max_hits as u64 {
+    let historic = flag(&params, "includeHistoric")?.unwrap_or(false)
+        || flag(&params, "include-historic")?.unwrap_or(false);
+    let preferred = flag(&params, "preferred")?.unwrap_or(false);
+    if historic && preferred {
+        return Err(ApiError::BadRequest(
+            "invalid parameters: nonsensical use of both 'includeHistoric' and 'preferred'".into(),
+        )
+        .into());
+    }
+    let dialect = params.get("dialectId").map(|d| parse_id(d)).transpose()?;
+    let max_hits = match params.get("maxHits") {
+        None => None,
+        Some(_) => Some(max_hits(&params, usize::MAX, usize::MAX)?),
+    };
+    let mut bits = evaluate_ecl(store, ecl, historic)?;
+    if !historic {
+        bits = bits
+            .iter()
+            .filter(|&i| store.concept(ConceptIdx(i)).active)
+            .collect();
+    }
+    if let Some(max) = max_hits
+        && bits.len() > max as u64
+    {
         return Err(ApiError::TooCostly(format!(
-            "the expansion has {} concepts, more than maxHits={max_hits}",
+            "the expansion has {} concepts, more than maxHits={max}",
             bits.len()
-        )));
+        ))
+        .into());
     }
     let refsets = store.language_refsets_for(accept_language(&headers));
-    let rows: Vec<Value> = bits
-        .iter()
-        .filter_map(|i| store.preferred_synonym(ConceptIdx(i), &refsets))
-        .map(|d| {
-            json!({
+    // Hermes: the dialect given, else the best installed match for Accept-Language (falling back to the
+    // defaults), one refset only so that each concept has one preferred synonym.
+    let preferred_in: Vec<SctId> = dialect
+        .or_else(|| refsets.first().copied())
+        .into_iter()
+        .collect();
+    let mut rows = Vec::new();
+    for i in &bits {
+        let idx = ConceptIdx(i);
+        let pt = store.preferred_term(idx, &refsets).unwrap_or("");
+        for d in store.descriptions(idx) {
+            if d.kind != DescriptionKind::Synonym {
+                continue;
+            }
+            if preferred
+                && !store
+                    .acceptability(d.idx)
+                    .any(|a| a.preferred && preferred_in.contains(&a.refset))
+            {
+                continue;
+            }
+            rows.push(json!({
                 "id": d.id.get(),
                 "conceptId": d.concept_id.get(),
                 "term": d.term,
-                "preferredTerm": d.term,
-            })
-        })
-        .collect();
+                "preferredTerm": pt,
+            }));
+        }
+    }
     Ok(Json(Value::Array(rows)))
 }

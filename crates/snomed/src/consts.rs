@@ -36,6 +36,18 @@ pub const DEFINED: SctId = SctId::new_unchecked(900000000000073002);
 pub const CORE_MODULE: SctId = SctId::new_unchecked(900000000000207008);
 /// 900000000000012004 |SNOMED CT model component module|.
 pub const MODEL_MODULE: SctId = SctId::new_unchecked(900000000000012004);
+/// 900000000000441003 |SNOMED CT Model Component|.
+pub const MODEL_COMPONENT: SctId = SctId::new_unchecked(900000000000441003);
+/// 106237007 |Linkage concept|, parent of 246061005 |Attribute| in the International Edition.
+pub const LINKAGE_CONCEPT: SctId = SctId::new_unchecked(106237007);
+/// 246061005 |Attribute|, parent of 410662002 |Concept model attribute| and of 116680003 |Is a|.
+pub const ATTRIBUTE: SctId = SctId::new_unchecked(246061005);
+/// 410662002 |Concept model attribute|: ECL attribute names must be this concept or its descendants.
+pub const CONCEPT_MODEL_ATTRIBUTE: SctId = SctId::new_unchecked(410662002);
+/// 762705008 |Concept model object attribute| (concept-valued attributes).
+pub const CONCEPT_MODEL_OBJECT_ATTRIBUTE: SctId = SctId::new_unchecked(762705008);
+/// 762706009 |Concept model data attribute| (concrete-valued attributes).
+pub const CONCEPT_MODEL_DATA_ATTRIBUTE: SctId = SctId::new_unchecked(762706009);
 /// 900000000000448009 |Entire term case insensitive|.
 pub const CASE_INSENSITIVE: SctId = SctId::new_unchecked(900000000000448009);
 /// 900000000000522004 |Historical association reference set|, parent of the association refsets.
@@ -101,6 +113,12 @@ mod tests {
             super::GB_ENGLISH,
             super::ICD10_COMPLEX_MAP,
             super::MODULE_DEPENDENCY,
+            super::MODEL_COMPONENT,
+            super::LINKAGE_CONCEPT,
+            super::ATTRIBUTE,
+            super::CONCEPT_MODEL_ATTRIBUTE,
+            super::CONCEPT_MODEL_OBJECT_ATTRIBUTE,
+            super::CONCEPT_MODEL_DATA_ATTRIBUTE,
         ]
         .into_iter()
         .chain(super::HISTORICAL_ASSOCIATIONS)

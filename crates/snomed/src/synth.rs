@@ -91,8 +91,7 @@ const HAS_ACTIVE_INGREDIENT: u64 = 127489000;
 const INTERPRETS: u64 = 363714003;
 
 /// Metadata concepts the release refers to, created under the model component hierarchy.
-const METADATA: [u64; 36] = [
-    consts::IS_A.get(),
+const METADATA: [u64; 28] = [
     consts::FSN.get(),
     consts::SYNONYM.get(),
     consts::DEFINITION.get(),
@@ -121,14 +120,42 @@ const METADATA: [u64; 36] = [
     900000000000484002, // ambiguous
     447561005,          // correlation not specified
     447637006,          // map source concept is properly classified
-    FINDING_SITE,
-    ASSOCIATED_MORPHOLOGY,
-    CAUSATIVE_AGENT,
-    PROCEDURE_SITE,
-    METHOD,
-    HAS_ACTIVE_INGREDIENT,
-    INTERPRETS,
 ];
+
+/// The concept model, placed as in the International Edition (checked against the 2025-09 release): under the
+/// model component, 106237007 |Linkage concept| > 246061005 |Attribute| > 410662002 |Concept model attribute| >
+/// 762705008 |Concept model object attribute| (the concept-valued attributes) and 762706009 |Concept model data
+/// attribute| (the concrete ones); 116680003 |Is a| sits under 246061005 beside 410662002, not below it. ECL
+/// refuses a refinement on a concept outside this hierarchy, so a synthetic release has to have it to be
+/// queried like the real one. Parents come before children: `(id, parent id)`.
+fn concept_model() -> [(u64, u64); 14] {
+    let object = consts::CONCEPT_MODEL_OBJECT_ATTRIBUTE.get();
+    [
+        (consts::LINKAGE_CONCEPT.get(), consts::MODEL_COMPONENT.get()),
+        (consts::ATTRIBUTE.get(), consts::LINKAGE_CONCEPT.get()),
+        (
+            consts::CONCEPT_MODEL_ATTRIBUTE.get(),
+            consts::ATTRIBUTE.get(),
+        ),
+        (consts::IS_A.get(), consts::ATTRIBUTE.get()),
+        (object, consts::CONCEPT_MODEL_ATTRIBUTE.get()),
+        (
+            consts::CONCEPT_MODEL_DATA_ATTRIBUTE.get(),
+            consts::CONCEPT_MODEL_ATTRIBUTE.get(),
+        ),
+        (FINDING_SITE, object),
+        (ASSOCIATED_MORPHOLOGY, object),
+        (CAUSATIVE_AGENT, object),
+        (PROCEDURE_SITE, object),
+        (METHOD, object),
+        (HAS_ACTIVE_INGREDIENT, object),
+        (INTERPRETS, object),
+        (
+            strength_attribute_id().get(),
+            consts::CONCEPT_MODEL_DATA_ATTRIBUTE.get(),
+        ),
+    ]
+}
 
 /// The simple refset generated (a subset of clinical findings), with a generated id.
 pub fn simple_refset_id() -> SctId {
@@ -273,7 +300,7 @@ pub fn generate(config: &SynthConfig, out: &Path) -> std::io::Result<SynthSummar
         });
     }
     let model_top = TOP.len(); // index of the metadata top-level node in `nodes`
-    let extra_meta = [simple_refset_id().get(), strength_attribute_id().get()];
+    let extra_meta = [simple_refset_id().get()];
     for id in METADATA.iter().chain(extra_meta.iter()) {
         let term = term_of(&mut rng);
         nodes.push(Node {
@@ -281,6 +308,22 @@ pub fn generate(config: &SynthConfig, out: &Path) -> std::io::Result<SynthSummar
             top: TOP.len() - 1,
             depth: 2,
             parents: vec![model_top as u32],
+            active: true,
+            defined: false,
+            term,
+        });
+    }
+    for (id, parent) in concept_model() {
+        let parent = nodes
+            .iter()
+            .rposition(|n| n.id == parent)
+            .expect("concept model parents come first") as u32;
+        let term = term_of(&mut rng);
+        nodes.push(Node {
+            id,
+            top: TOP.len() - 1,
+            depth: nodes[parent as usize].depth + 1,
+            parents: vec![parent],
             active: true,
             defined: false,
             term,

@@ -16,7 +16,7 @@ use ecl::{
 };
 use roaring::RoaringBitmap;
 
-use super::{EclError, EclSource, Limits};
+use super::{AttributeCounting, EclError, EclSource, Limits};
 
 /// Sets with more members than this expand hierarchy operators by one graph walk instead of per-member closures.
 const WALK_THRESHOLD: u64 = 32;
@@ -26,6 +26,8 @@ pub(super) struct Ctx<'s, S: EclSource + ?Sized> {
     pub limits: Limits,
     pub deadline: Instant,
     pub ticks: u32,
+    /// How attribute cardinality counts an attribute repeated across groups.
+    pub counting: AttributeCounting,
 }
 
 impl<S: EclSource + ?Sized> Ctx<'_, S> {

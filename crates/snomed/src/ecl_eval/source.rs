@@ -144,6 +144,10 @@ pub trait EclSource {
 
 /// Well-known concept ids used by evaluation.
 pub mod ids {
+    /// 116680003 |Is a|
+    pub const IS_A: u64 = 116680003;
+    /// 410662002 |Concept model attribute|: refinement attributes must be this or a descendant.
+    pub const CONCEPT_MODEL_ATTRIBUTE: u64 = 410662002;
     /// 900000000000074008 |Primitive|
     pub const PRIMITIVE: u64 = 900000000000074008;
     /// 900000000000073002 |Defined|

@@ -1,5 +1,6 @@
 //! Integration tests of the SNOMED CT engine on real RF2 fixtures and generated releases.
 
+mod concept_model;
 mod ecl;
 mod fixtures;
 mod hierarchy;

@@ -1,5 +1,6 @@
 //! ECL evaluation: the hand-built fixture with expected sets, and a differential test against a naive evaluator.
 
+mod cardinality;
 mod cases;
 mod differential;
 mod fixture;

@@ -20,6 +20,8 @@ pub struct Naive<'r> {
     rels: Vec<(u64, u64, u64, u32)>,
     parents: HashMap<u64, Vec<u64>>,
     children: HashMap<u64, Vec<u64>>,
+    /// Count an attribute repeated across groups once (`AttributeCounting::Distinct`) rather than per group.
+    pub distinct: bool,
 }
 
 impl<'r> Naive<'r> {
@@ -39,6 +41,7 @@ impl<'r> Naive<'r> {
         Naive {
             parents,
             children,
+            distinct: false,
             release,
             active: release
                 .concepts
@@ -201,7 +204,9 @@ impl<'r> Naive<'r> {
         set
     }
 
-    /// Relationships of `c` matching an attribute: outbound (or inbound when reversed), in `group` if given.
+    /// Attributes (type, other end, group) of `c` matching an attribute: outbound (or inbound when reversed),
+    /// in `group` if given; with `distinct`, the same (type, other end) in several groups counts once
+    /// (`AttributeCounting::Distinct`), else once per group (`PerGroup`, the default).
     fn count(&self, c: u64, a: &ecl::Attribute, group: Option<u32>) -> u32 {
         let types = self.sub(&a.name);
         let AttributeValue::Expression(op, v) = &a.value else {
@@ -210,14 +215,16 @@ impl<'r> Naive<'r> {
         let values = self.sub(v);
         self.rels
             .iter()
-            .filter(|r| {
+            .filter_map(|r| {
                 let (me, other) = if a.reverse { (r.2, r.0) } else { (r.0, r.2) };
-                me == c
+                (me == c
                     && types.contains(&r.1)
                     && (values.contains(&other) != (*op == EqOp::Ne))
-                    && group.is_none_or(|g| r.3 == g)
+                    && group.is_none_or(|g| r.3 == g))
+                .then_some((r.1, other, if self.distinct { 0 } else { r.3 }))
             })
-            .count() as u32
+            .collect::<BTreeSet<_>>()
+            .len() as u32
     }
 
     fn refinement(&self, c: u64, r: &Refinement) -> bool {
@@ -263,7 +270,9 @@ impl<'r> Naive<'r> {
                         .filter(|r| {
                             types.contains(&r.1) && (values.contains(&r.2) != (*op == EqOp::Ne))
                         })
-                        .count()
+                        .map(|r| (r.1, r.2))
+                        .collect::<BTreeSet<_>>()
+                        .len()
                 };
                 in_range(a.cardinality, n as u32)
             }
