@@ -49,7 +49,16 @@ use std::time::Duration;
 /// types = ["ORU"]                 # MSH-9-1; empty: any
 /// triggers = ["R01"]              # MSH-9-2; empty: any
 /// senders = ["LIS"]               # MSH-3-1 (or "APP@FACILITY"); empty: any
-/// mllp = "10.0.0.5:2575"          # exactly one of mllp, http, dir
+/// mllp = "10.0.0.5:2575"          # exactly one of mllp, http, dir, fhir
+///
+/// [[route]]
+/// name = "fhir"
+/// fhir = "http://fhir.example/fhir" # each message's Bundle (HL7 v2-to-FHIR guide) POSTed as a transaction
+///
+/// [[route]]
+/// name = "bundles"
+/// dir = "/var/spool/bundles"
+/// format = "fhir-json"            # dir only: "hl7" (default, the message's bytes) or "fhir-json" (its Bundle)
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -268,6 +277,11 @@ pub struct RouteConfig {
     pub http: Option<String>,
     /// Deliver as one file per message into this directory.
     pub dir: Option<PathBuf>,
+    /// Deliver each message's FHIR R4 Bundle (by the HL7 v2-to-FHIR guide) as a transaction, POSTed to this FHIR
+    /// server's base URL.
+    pub fhir: Option<String>,
+    /// What a `dir` route writes: `hl7` (the message's bytes, the default) or `fhir-json` (its FHIR Bundle).
+    pub format: Option<String>,
 }
 
 impl EngineConfig {
@@ -300,12 +314,29 @@ impl EngineConfig {
                 route.mllp.is_some(),
                 route.http.is_some(),
                 route.dir.is_some(),
+                route.fhir.is_some(),
             ];
             if targets.iter().filter(|t| **t).count() != 1 {
                 return Err(bad(format!(
-                    "route {:?} needs exactly one of `mllp`, `http`, `dir`",
+                    "route {:?} needs exactly one of `mllp`, `http`, `dir`, `fhir`",
                     route.name
                 )));
+            }
+            match (&route.format, &route.dir) {
+                (None, _) => {}
+                (Some(f), Some(_)) if f == "hl7" || f == "fhir-json" => {}
+                (Some(f), Some(_)) => {
+                    return Err(bad(format!(
+                        "route {:?}: format {f:?} is not one of \"hl7\", \"fhir-json\"",
+                        route.name
+                    )));
+                }
+                (Some(_), None) => {
+                    return Err(bad(format!(
+                        "route {:?}: `format` applies to `dir` routes only",
+                        route.name
+                    )));
+                }
             }
         }
         config.validation.check().map_err(bad)?;

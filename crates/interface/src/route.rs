@@ -68,6 +68,13 @@ pub(crate) enum Target {
     },
     Dir {
         path: PathBuf,
+        /// Write the message's FHIR Bundle instead of its bytes.
+        fhir: bool,
+    },
+    /// A FHIR server: each message's Bundle, as a transaction, POSTed to its base URL.
+    Fhir {
+        url: String,
+        client: reqwest::Client,
     },
 }
 
@@ -87,9 +94,19 @@ impl Target {
                 url: url.clone(),
                 client,
             }
+        } else if let Some(url) = &config.fhir {
+            let client = reqwest::Client::builder()
+                .timeout(attempt_timeout)
+                .build()
+                .unwrap_or_default();
+            Target::Fhir {
+                url: url.trim_end_matches('/').to_string(),
+                client,
+            }
         } else {
             Target::Dir {
                 path: config.dir.clone().unwrap_or_default(),
+                fhir: config.format.as_deref() == Some("fhir-json"),
             }
         }
     }
@@ -125,17 +142,57 @@ impl Target {
                     ))
                 }
             }
-            Target::Dir { path } => {
-                let control = hl7v2::Message::parse(raw)
-                    .get("MSH-10")
-                    .map(|c| c.into_owned())
-                    .unwrap_or_default();
-                let name = file_name(id, &control);
+            Target::Dir { path, fhir } => {
+                let fhir = *fhir;
                 let dir = path.clone();
                 let raw = raw.to_vec();
-                tokio::task::spawn_blocking(move || write_file(&dir, &name, &raw))
+                tokio::task::spawn_blocking(move || {
+                    let msg = hl7v2::Message::parse(&raw);
+                    let control = msg
+                        .get("MSH-10")
+                        .map(|c| c.into_owned())
+                        .unwrap_or_default();
+                    let name = file_name(id, &control, if fhir { "json" } else { "hl7" });
+                    if fhir {
+                        let bundle = to_bundle(&msg, v2fhir::BundleType::Message);
+                        write_file(&dir, &name, &bundle)
+                    } else {
+                        write_file(&dir, &name, &raw)
+                    }
+                })
+                .await
+                .map_err(|e| e.to_string())?
+            }
+            Target::Fhir { url, client } => {
+                // Conversion is CPU work (tens of microseconds): beside the runtime's I/O threads.
+                let owned = raw.to_vec();
+                let bundle = tokio::task::spawn_blocking(move || {
+                    to_bundle(
+                        &hl7v2::Message::parse(&owned),
+                        v2fhir::BundleType::Transaction,
+                    )
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+                let response = client
+                    .post(url.as_str())
+                    .header("content-type", "application/fhir+json")
+                    .header("accept", "application/fhir+json")
+                    .body(bundle)
+                    .send()
                     .await
-                    .map_err(|e| e.to_string())?
+                    .map_err(|e| format!("POST {url}: {e}"))?;
+                let status = response.status();
+                if status.is_success() {
+                    Ok(format!("HTTP {}", status.as_u16()))
+                } else {
+                    let body = body_prefix(response, ERROR_BODY_PREFIX).await;
+                    Err(format!(
+                        "HTTP {}: {}",
+                        status.as_u16(),
+                        truncate(&body, 200)
+                    ))
+                }
             }
         }
     }
@@ -180,9 +237,19 @@ async fn deliver_mllp(
     }
 }
 
+/// The FHIR Bundle a message becomes by the HL7 v2-to-FHIR guide. Deterministic: a redelivery sends the same
+/// Bundle, with the same resource ids.
+fn to_bundle(msg: &hl7v2::Message<'_>, bundle: v2fhir::BundleType) -> Vec<u8> {
+    let options = v2fhir::Options {
+        bundle,
+        ..Default::default()
+    };
+    v2fhir::convert(msg, &options).json
+}
+
 /// `000000000042-CTRL.hl7`: sorted by arrival, and the same name on redelivery, so a retry after a crash
 /// overwrites instead of duplicating.
-fn file_name(id: MessageId, control_id: &str) -> String {
+fn file_name(id: MessageId, control_id: &str, ext: &str) -> String {
     let safe: String = control_id
         .chars()
         .take(64)
@@ -195,9 +262,9 @@ fn file_name(id: MessageId, control_id: &str) -> String {
         })
         .collect();
     if safe.is_empty() {
-        format!("{:012}.hl7", id.0)
+        format!("{:012}.{ext}", id.0)
     } else {
-        format!("{:012}-{safe}.hl7", id.0)
+        format!("{:012}-{safe}.{ext}", id.0)
     }
 }
 

@@ -40,6 +40,26 @@ pub(crate) fn routes() -> Router<Shared> {
         )
 }
 
+/// The `bundle` query parameter of the conversions (`message` when absent).
+pub(crate) fn bundle_type(query: &[(String, String)]) -> Result<v2fhir::BundleType, ApiError> {
+    let mut bundle = v2fhir::BundleType::Message;
+    for (k, v) in query {
+        if k == "bundle" {
+            bundle = match v.as_str() {
+                "message" | "" => v2fhir::BundleType::Message,
+                "transaction" => v2fhir::BundleType::Transaction,
+                "collection" => v2fhir::BundleType::Collection,
+                _ => {
+                    return Err(ApiError::BadRequest(format!(
+                        "bundle={v:?}: expected message, transaction or collection"
+                    )));
+                }
+            };
+        }
+    }
+    Ok(bundle)
+}
+
 /// `POST /hl7/to-fhir`: the Bundle(s) the message(s) in the body become.
 async fn to_fhir(
     axum::extract::State(state): axum::extract::State<Shared>,
@@ -59,22 +79,7 @@ async fn to_fhir(
             ))
         }
     })?;
-    let mut bundle = v2fhir::BundleType::Message;
-    for (k, v) in &query {
-        if k == "bundle" {
-            bundle = match v.as_str() {
-                "message" | "" => v2fhir::BundleType::Message,
-                "transaction" => v2fhir::BundleType::Transaction,
-                "collection" => v2fhir::BundleType::Collection,
-                _ => {
-                    return Err(ApiError::BadRequest(format!(
-                        "bundle={v:?}: expected message, transaction or collection"
-                    )));
-                }
-            };
-        }
-    }
-    // Conversion is CPU work proportional to the body: off the HTTP thread.
+    let bundle = bundle_type(&query)?;
     // Codes are checked by the server's own terminology when it has one (`check=false` turns it off).
     let check = !query.iter().any(|(k, v)| k == "check" && v == "false");
     let checker = state

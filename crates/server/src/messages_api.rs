@@ -6,6 +6,9 @@
 //! - `GET /messages/{id}`: header facts, the raw message (text), its JSON view, the delivery history and its
 //!   `validation` (computed on read, under the engine's `[validation]` profile for its type and sender).
 //! - `GET /messages/{id}/raw`: the exact bytes received.
+//! - `GET /messages/{id}/fhir?bundle=message|transaction|collection`: the FHIR R4 Bundle the message becomes by the
+//!   HL7 v2-to-FHIR guide, the same bytes (ids included) a `fhir` or `format = "fhir-json"` route delivers.
+//!   `Accept` / `_format` choose JSON or XML.
 //! - `POST /messages/{id}/replay`: queue it again on every route that matches it.
 
 use crate::error::ApiError;
@@ -26,6 +29,10 @@ pub(crate) fn routes() -> Router<Shared> {
         .route("/", get(list))
         .route("/{id}", get(show))
         .route("/{id}/raw", get(raw))
+        .route(
+            "/{id}/fhir",
+            get(fhir).layer(axum::middleware::from_fn(crate::fhir_format::negotiate)),
+        )
         .route("/{id}/replay", post(replay))
 }
 
@@ -199,6 +206,33 @@ async fn raw(State(state): State<Shared>, Path(id): Path<String>) -> Result<Resp
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no message with id {id}")))?;
     Ok(([("content-type", "x-application/hl7-v2+er7")], stored.raw).into_response())
+}
+
+async fn fhir(
+    State(state): State<Shared>,
+    Path(id): Path<String>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Result<Response, ApiError> {
+    let engine = engine(&state)?;
+    let id = message_id(&id)?;
+    let bundle = crate::hl7_api::bundle_type(&query)?;
+    let checker = state.terminology.clone().map(crate::TerminologyChecker);
+    let json = blocking(move || {
+        let Some(stored) = engine.get(id)? else {
+            return Ok(None);
+        };
+        // Computed on read: conversion is deterministic, so this is what a route delivered (or will).
+        let options = v2fhir::Options {
+            bundle,
+            checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
+        };
+        Ok(Some(
+            v2fhir::convert(&hl7v2::Message::parse(&stored.raw), &options).json,
+        ))
+    })
+    .await?
+    .ok_or_else(|| ApiError::NotFound(format!("no message with id {id}")))?;
+    Ok(([("content-type", "application/fhir+json")], json).into_response())
 }
 
 async fn replay(State(state): State<Shared>, Path(id): Path<String>) -> Result<Response, ApiError> {

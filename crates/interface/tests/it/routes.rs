@@ -197,8 +197,104 @@ async fn dir_route_writes_exact_bytes_filtered_by_sender_and_trigger() {
     );
 }
 
+#[tokio::test]
+async fn fhir_route_posts_the_bundle_as_a_transaction_and_dir_routes_write_bundles() {
+    type Posts = Mutex<Vec<(String, String, Vec<u8>)>>;
+    let got: Arc<Posts> = Arc::default();
+    let sink = got.clone();
+    let app = axum::Router::new().route(
+        "/fhir",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, uri: axum::http::Uri, body: axum::body::Bytes| {
+                let sink = sink.clone();
+                async move {
+                    let ct = headers
+                        .get("content-type")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_string();
+                    sink.lock()
+                        .unwrap()
+                        .push((ct, uri.path().to_string(), body.to_vec()));
+                    axum::http::StatusCode::OK
+                }
+            },
+        ),
+    );
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(tcp, app).await.unwrap() });
+    let out = tempfile::tempdir().unwrap();
+    let h = Harness::start(&format!(
+        "[[route]]\nname = \"fhir\"\nfhir = \"http://127.0.0.1:{port}/fhir/\"\n[[route]]\nname = \"bundles\"\ndir = {:?}\nformat = \"fhir-json\"\n",
+        out.path()
+    ))
+    .await;
+    let raw = with_control_id(&sample("ORU-R01-01.hl7"), "FHIR-1");
+    let mut c = h.client().await;
+    c.send(&raw).await.unwrap();
+    let id = h.id_of("FHIR-1");
+    let m = h.wait_status(id, Status::Delivered).await;
+    assert_eq!(m.deliveries.len(), 2);
+
+    // The FHIR server got one transaction Bundle at its base URL.
+    let posts = got.lock().unwrap().clone();
+    assert_eq!(posts.len(), 1);
+    assert_eq!(posts[0].0, "application/fhir+json");
+    assert_eq!(posts[0].1, "/fhir");
+    let bundle: serde_json::Value = serde_json::from_slice(&posts[0].2).unwrap();
+    assert_eq!(bundle["type"], "transaction");
+    let entries = bundle["entry"].as_array().unwrap();
+    assert!(entries.iter().all(|e| e["request"]["method"] == "POST"));
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["resource"]["resourceType"] == "Observation")
+    );
+
+    // The directory got the message Bundle, as JSON, named like the message files.
+    let files: Vec<_> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(
+        files[0].file_name().unwrap().to_str().unwrap(),
+        format!("{:012}-FHIR-1.json", id.0)
+    );
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    assert_eq!(written["type"], "message");
+    assert_eq!(
+        written["entry"][0]["resource"]["resourceType"],
+        "MessageHeader"
+    );
+    // The same resources, with the same ids, whatever the Bundle's type: converting is deterministic.
+    let ids = |b: &serde_json::Value| {
+        let mut v: Vec<String> = b["entry"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["fullUrl"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids(&written), ids(&bundle));
+}
+
 #[test]
 fn bad_route_configurations_are_clear_errors() {
+    let format_on_mllp = "[[route]]\nname = \"x\"\nmllp = \"h:1\"\nformat = \"fhir-json\"\n";
+    let err = interface::EngineConfig::from_toml(format_on_mllp)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("dir"), "{err}");
+    let bad_format = "[[route]]\nname = \"x\"\ndir = \"/a\"\nformat = \"xml\"\n";
+    let err = interface::EngineConfig::from_toml(bad_format)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("fhir-json"), "{err}");
     let two = "[[route]]\nname = \"x\"\ndir = \"/a\"\nmllp = \"h:1\"\n";
     let err = interface::EngineConfig::from_toml(two)
         .unwrap_err()

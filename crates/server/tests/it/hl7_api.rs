@@ -194,7 +194,35 @@ async fn a_stored_message_shows_its_validation_under_the_engine_profile() {
     );
     assert_eq!(v["note"], "validation: 2 error(s), 0 warning(s)");
     assert_eq!(v["status"], "stored");
+
+    // The Bundle it becomes: the same bytes as converting the message directly (deterministic ids).
+    let (status, content_type, text) = get(
+        server::router(state_with(&engine)),
+        &format!("/messages/{id}/fhir"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(
+        content_type.starts_with("application/fhir+json"),
+        "{content_type}"
+    );
+    let mut direct = adt("S1", NAMELESS_PID, "\r");
+    direct.push_str("ZPI|1\r");
+    let expected = v2fhir::convert(
+        &hl7v2::Message::parse(direct.as_bytes()),
+        &Default::default(),
+    )
+    .json;
+    assert_eq!(text.as_bytes(), &expected[..]);
+    let (status, _, _) = get(server::router(state_with(&engine)), "/messages/999999/fhir").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
     engine.shutdown().await;
+}
+
+fn state_with(engine: &interface::Engine) -> server::AppState {
+    let mut state = server::AppState::new(server::ServerInfo::default());
+    state.engine = Some(engine.clone());
+    state
 }
 
 async fn to_fhir(query: &str, accept: &str, body: impl Into<Body>) -> (StatusCode, String, String) {
