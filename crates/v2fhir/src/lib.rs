@@ -20,12 +20,15 @@
 //! # Ok::<(), fhir::Error>(())
 //! ```
 
+mod concept_maps;
 mod condition;
 mod convert;
 mod maps;
 mod systems;
 mod tree;
 mod value;
+
+pub use concept_maps::{CONCEPT_MAP_BASE, concept_maps};
 
 /// The kind of Bundle a message becomes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

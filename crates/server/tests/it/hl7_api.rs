@@ -283,3 +283,32 @@ async fn to_fhir_answers_the_bundle_in_json_or_xml_and_refuses_what_is_not_a_mes
     assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
     assert!(text.contains("no HL7 v2 message"), "{text}");
 }
+
+#[tokio::test]
+async fn the_guides_vocabulary_maps_answer_translate() {
+    // What `thoth serve` loads beside the data directory's content.
+    let mut registry = terminology::Registry::new();
+    for cm in v2fhir::concept_maps() {
+        registry.add(serde_json::from_slice(&cm).unwrap());
+    }
+    let tx = std::sync::Arc::new(terminology::Terminology::new(registry, Default::default()));
+    let state = server::AppState::new(server::ServerInfo::default()).with_terminology(tx);
+    let url = format!("{}administrativesex", v2fhir::CONCEPT_MAP_BASE);
+    let (status, _, text) = get(
+        server::router(state),
+        &format!(
+            "/fhir/ConceptMap/$translate?url={url}&system=http://terminology.hl7.org/CodeSystem/v2-0001&code=F"
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let params = v["parameter"].as_array().unwrap();
+    assert!(
+        params
+            .iter()
+            .any(|p| p["name"] == "result" && p["valueBoolean"] == true),
+        "{text}"
+    );
+    assert!(text.contains("\"female\""), "{text}");
+}

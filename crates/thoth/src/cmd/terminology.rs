@@ -29,6 +29,19 @@ pub fn load_service(
             registry.add(r);
         }
     }
+    // The HL7 v2-to-FHIR guide's vocabulary maps, as the converter applies them: `$translate` answers what a v2
+    // code becomes.
+    let guide_maps = v2fhir::concept_maps();
+    let n_maps = guide_maps.len();
+    for cm in guide_maps {
+        match serde_json::from_slice(&cm) {
+            Ok(v) => {
+                registry.add(v);
+            }
+            Err(e) => tracing::warn!("a v2-to-FHIR ConceptMap is not JSON: {e}"),
+        }
+    }
+    tracing::debug!(concept_maps = n_maps, "v2-to-FHIR vocabulary maps loaded");
     if registry.is_empty() {
         tracing::warn!(
             "no terminology content in {}: import some with `thoth import fhir-package`, `thoth import loinc` or `thoth import icd10cm`",
