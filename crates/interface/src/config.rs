@@ -224,6 +224,12 @@ pub struct MllpConfig {
     pub reject_junk: bool,
     /// MLLP release 2 commit acknowledgements.
     pub commit_acks: bool,
+    /// The longest a frame may take from its first byte to its end, however steadily it drips (0: no limit).
+    pub frame_deadline_secs: u64,
+    /// Connections open at once; more are closed as they are accepted (with a warning).
+    pub max_connections: usize,
+    /// Bytes outside frames are logged at most once per this many seconds per connection.
+    pub junk_log_interval_secs: u64,
     /// TLS, and mutual TLS with `client_ca`.
     pub tls: Option<TlsFiles>,
 }
@@ -231,6 +237,7 @@ pub struct MllpConfig {
 impl Default for MllpConfig {
     fn default() -> Self {
         let frame = mllp::FrameConfig::default();
+        let listener = mllp::ListenerConfig::default();
         let secs = |d: Option<Duration>| d.map_or(0, |d| d.as_secs());
         MllpConfig {
             max_frame_bytes: frame.max_frame,
@@ -239,6 +246,9 @@ impl Default for MllpConfig {
             write_timeout_secs: secs(frame.write_timeout),
             reject_junk: false,
             commit_acks: false,
+            frame_deadline_secs: secs(listener.frame_deadline),
+            max_connections: listener.max_connections,
+            junk_log_interval_secs: listener.junk_log_interval.as_secs(),
             tls: None,
         }
     }
@@ -383,6 +393,9 @@ impl EngineConfig {
             },
             tls,
             commit_acks: m.commit_acks,
+            frame_deadline: secs(m.frame_deadline_secs),
+            max_connections: m.max_connections.max(1),
+            junk_log_interval: Duration::from_secs(m.junk_log_interval_secs.max(1)),
             ..Default::default()
         })
     }

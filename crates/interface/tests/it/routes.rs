@@ -316,3 +316,31 @@ fn bad_route_configurations_are_clear_errors() {
     );
     let _ = msa;
 }
+
+#[test]
+fn mllp_limits_come_from_the_configuration() {
+    // Defaults: the listener's own (a dripping frame is cut after a minute, 1,024 connections).
+    let defaults = interface::EngineConfig::from_toml("")
+        .unwrap()
+        .listener_config()
+        .unwrap();
+    assert_eq!(
+        defaults.frame_deadline,
+        Some(std::time::Duration::from_secs(60))
+    );
+    assert_eq!(defaults.max_connections, 1024);
+    let c = interface::EngineConfig::from_toml(
+        "[mllp]\nframe_deadline_secs = 5\nmax_connections = 3\njunk_log_interval_secs = 10\n",
+    )
+    .unwrap()
+    .listener_config()
+    .unwrap();
+    assert_eq!(c.frame_deadline, Some(std::time::Duration::from_secs(5)));
+    assert_eq!(c.max_connections, 3);
+    assert_eq!(c.junk_log_interval, std::time::Duration::from_secs(10));
+    let off = interface::EngineConfig::from_toml("[mllp]\nframe_deadline_secs = 0\n")
+        .unwrap()
+        .listener_config()
+        .unwrap();
+    assert_eq!(off.frame_deadline, None);
+}
