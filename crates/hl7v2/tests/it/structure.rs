@@ -44,7 +44,7 @@ fn run_hapi(files: &[PathBuf]) -> BTreeMap<(String, usize), HapiMessage> {
     let mvn = Command::new("mvn").arg("-v").output();
     assert!(
         java.is_ok_and(|o| o.status.success()) && mvn.is_ok_and(|o| o.status.success()),
-        "\n\n!!! The HAPI differential test needs a JDK 17 and Maven (`.ci/run` installs them).\n\n"
+        "\n\n!!! The HAPI differential test needs a JDK 17 and Maven (`scripts/test.sh` installs them).\n\n"
     );
     let out = Command::new("bash")
         .arg(&script)

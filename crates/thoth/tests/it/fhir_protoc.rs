@@ -1,7 +1,7 @@
 //! The binary encoding is Protocol Buffers that Google's own toolchain reads and writes: `thoth fhir
 //! proto-schema` compiles with `protoc`, `protoc --decode` reads our files, and what `protoc --encode` writes back
 //! (fields in number order, not ours) reads as the same resource. Needs `protoc` (Debian: protobuf-compiler,
-//! installed by `.ci/run`) and the official examples in `../shared`.
+//! installed by `scripts/test.sh`) and the official examples in `../shared`.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ fn run(program: &str, args: &[&str], stdin: &[u8]) -> Vec<u8> {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| {
-            panic!("cannot run {program}: {e} (protoc comes from Debian's protobuf-compiler; .ci/run installs it)")
+            panic!("cannot run {program}: {e} (protoc comes from Debian's protobuf-compiler; scripts/test.sh installs it)")
         });
     let mut input = child.stdin.take().unwrap();
     let bytes = stdin.to_vec();

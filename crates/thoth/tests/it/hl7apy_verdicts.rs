@@ -59,7 +59,7 @@ fn hl7apy(files: &[PathBuf]) -> BTreeMap<PathBuf, Value> {
     assert!(
         installed.as_deref() == Some(pinned.as_str()),
         "\n\n*** this test needs python3 with hl7apy=={pinned} (found: {installed:?}).\n*** Install it with: \
-         python3 -m pip install -r .ci/requirements.txt   (CI does this in .ci/run)\n\n"
+         python3 -m pip install -r .ci/requirements.txt   (scripts/test.sh does this)\n\n"
     );
     let out = Command::new("python3")
         .arg(root().join("bench/hl7v2/python/hl7apy_validate.py"))

@@ -25,7 +25,7 @@ fn run_hapi_fhir(input: Vec<u8>) -> Vec<String> {
     let mvn = Command::new("mvn").arg("-v").output();
     assert!(
         java.is_ok_and(|o| o.status.success()) && mvn.is_ok_and(|o| o.status.success()),
-        "\n\n!!! The HAPI FHIR differential test needs a JDK 17 and Maven (`.ci/run` installs them).\n\n"
+        "\n\n!!! The HAPI FHIR differential test needs a JDK 17 and Maven (`scripts/test.sh` installs them).\n\n"
     );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hapi-fhir/run.sh");
     let mut child = Command::new("bash")
