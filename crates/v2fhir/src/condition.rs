@@ -67,10 +67,32 @@ pub(crate) enum Cond {
 
 /// What a condition asks of the message: implemented by the converter over a segment or a value.
 pub(crate) trait Facts {
-    /// The repetitions (non-empty text of each) of the referenced element; empty when it is not valued.
-    fn values(&self, r: &Ref) -> Vec<String>;
+    /// Visits the repetitions (the non-empty, trimmed text of each) of the referenced element in order, while
+    /// `visit` returns true; none when it is not valued. A visitor rather than a list: most conditions need the
+    /// first repetition only, and none needs a copy of the text.
+    fn values(&self, r: &Ref, visit: &mut dyn FnMut(&str) -> bool);
     /// A segment with this id is present where the row applies.
     fn segment_present(&self, id: &str) -> bool;
+}
+
+/// Whether the first repetition of `r` exists and satisfies `test`.
+fn first_is(facts: &dyn Facts, r: &Ref, test: impl Fn(&str) -> bool) -> bool {
+    let mut out = false;
+    facts.values(r, &mut |t| {
+        out = test(t);
+        false
+    });
+    out
+}
+
+/// How many repetitions `r` has.
+fn count(facts: &dyn Facts, r: &Ref) -> usize {
+    let mut n = 0;
+    facts.values(r, &mut |_| {
+        n += 1;
+        true
+    });
+    n
 }
 
 impl Cond {
@@ -78,25 +100,44 @@ impl Cond {
     pub(crate) fn holds(&self, facts: &dyn Facts) -> bool {
         match self {
             Cond::Always => true,
-            Cond::Valued(r) => !facts.values(r).is_empty(),
+            Cond::Valued(r) => first_is(facts, r, |_| true),
             Cond::SegmentPresent(s) => facts.segment_present(s),
-            Cond::Equals(r, v) => facts.values(r).first().is_some_and(|x| x == &**v),
+            Cond::Equals(r, v) => first_is(facts, r, |x| x == &**v),
             Cond::EqualsRef(a, b) => {
-                let (a, b) = (facts.values(a), facts.values(b));
-                !a.is_empty() && a.first() == b.first()
+                let mut first_a = None;
+                facts.values(a, &mut |t| {
+                    first_a = Some(t.to_string());
+                    false
+                });
+                first_a.is_some_and(|x| first_is(facts, b, |y| x == y))
             }
-            Cond::In(r, list) => facts
-                .values(r)
-                .first()
-                .is_some_and(|x| list.iter().any(|v| **v == **x)),
-            Cond::Count(r, cmp, n) => cmp.holds(facts.values(r).len(), *n),
+            Cond::In(r, list) => first_is(facts, r, |x| list.iter().any(|v| **v == *x)),
+            Cond::Count(r, cmp, n) => cmp.holds(count(facts, r), *n),
             Cond::Length(r, cmp, n) => {
-                cmp.holds(facts.values(r).first().map_or(0, |v| v.len()), *n)
+                let mut len = 0;
+                facts.values(r, &mut |t| {
+                    len = t.len();
+                    false
+                });
+                cmp.holds(len, *n)
             }
             Cond::Not(c) => !c.holds(facts),
             Cond::And(a, b) => a.holds(facts) && b.holds(facts),
             Cond::Or(a, b) => a.holds(facts) || b.holds(facts),
             Cond::Unparsed => false,
+        }
+    }
+
+    /// The condition reads segments only (no component of the value a data type map applies to): it has one
+    /// value per segment, whatever row or value asks.
+    pub(crate) fn segment_only(&self) -> bool {
+        match self {
+            Cond::Always | Cond::Unparsed | Cond::SegmentPresent(_) => true,
+            Cond::Valued(r) | Cond::Equals(r, _) | Cond::In(r, _) => r.segment.is_some(),
+            Cond::Count(r, _, _) | Cond::Length(r, _, _) => r.segment.is_some(),
+            Cond::EqualsRef(a, b) => a.segment.is_some() && b.segment.is_some(),
+            Cond::Not(c) => c.segment_only(),
+            Cond::And(a, b) | Cond::Or(a, b) => a.segment_only() && b.segment_only(),
         }
     }
 

@@ -2,16 +2,25 @@
 //! the segment maps to the resources the rows name, the data type maps to each value, and assembles the Bundle.
 
 use crate::condition::{Facts, Ref};
-use crate::maps::{Attr, ElementMap, ElementRow, Key, MessageRow, Part, Step, maps};
+use crate::maps::{
+    Attr, DefaultMap, ElementMap, ElementRow, Key, MessageMap, MessageRow, Part, Resolved, Step,
+    VALUE_STEP, maps,
+};
 use crate::systems::system_uri;
-use crate::tree::{Node, fnv, write_str};
+use crate::tree::{Fnv, Node, Text, fnv, write_str};
 use crate::value::{self, Unfit};
 use crate::{BundleType, CodeCheck, Conversion, Note, Options, Severity};
 use fhir::TypeShape;
-use hl7v2::{Level, Message, Segment, Value};
+use hl7v2::{Level, Message, Parts, Segment, Value};
+use std::borrow::Cow;
+use std::fmt;
 
 /// Data type maps nest (CX → HD → ...); the guide's deepest chain is four; this bounds hostile cycles.
 const MAX_DEPTH: usize = 6;
+
+/// A segment's group instances from the message root: (name, 0-based repetition), borrowed from its group
+/// path.
+type Groups<'p> = [(&'p str, u32)];
 
 /// One resource being built.
 struct Built {
@@ -19,8 +28,7 @@ struct Built {
     ty: TypeShape,
     id: String,
     node: Node,
-    /// The creating segment's group instances (name, repetition), outermost first.
-    scope: Vec<(Box<str>, u32)>,
+    /// The creating segment (its group instances are the resource's scope).
     creator: usize,
 }
 
@@ -34,6 +42,51 @@ struct Ctx<'m, 'a> {
     value_resources: Vec<(String, TypeShape, Node)>,
     bundle: Node,
     notes: Vec<Note>,
+    /// Spare row lists for [`Ctx::apply_map`] (which recurses), so that each call does not allocate its own.
+    spare: Vec<Vec<u32>>,
+    /// Per segment-only condition ([`ElementRow::cond_slot`]): the segment it was last evaluated for (1-based;
+    /// 0 = never) and its value then. Sized on first use.
+    conds: Vec<(u32, bool)>,
+    /// The segment being converted, 1-based.
+    segment: u32,
+}
+
+/// Where a value comes from, for the report and for extension slot tags: `PID-7`, or `PID: CX.4` inside a value.
+/// Kept in parts and written out only when a note needs it: most rows make no note.
+#[derive(Clone, Copy)]
+struct Label<'x> {
+    segment: Option<&'x str>,
+    label: &'x str,
+}
+
+impl Label<'_> {
+    fn plain(label: &str) -> Label<'_> {
+        Label {
+            segment: None,
+            label,
+        }
+    }
+
+    /// Feeds the label's text into a hash, as one part would be.
+    fn hash(self, h: Fnv) -> Fnv {
+        match self.segment {
+            Some(s) => h
+                .bytes(s.as_bytes())
+                .bytes(b": ")
+                .bytes(self.label.as_bytes()),
+            None => h.bytes(self.label.as_bytes()),
+        }
+        .end()
+    }
+}
+
+impl fmt::Display for Label<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.segment {
+            Some(s) => write!(f, "{s}: {}", self.label),
+            None => f.write_str(self.label),
+        }
+    }
 }
 
 /// What a row reads from: a segment's fields, or a value's components.
@@ -41,6 +94,23 @@ struct Ctx<'m, 'a> {
 enum Src<'m, 'a> {
     Seg(Segment<'m, 'a>),
     Val(Value<'a>, Segment<'m, 'a>),
+}
+
+/// The repetitions of a field, or the one value a component is.
+#[derive(Clone)]
+enum Reps<'a> {
+    One(Option<Value<'a>>),
+    Many(Parts<'a>),
+}
+
+impl<'a> Iterator for Reps<'a> {
+    type Item = Value<'a>;
+    fn next(&mut self) -> Option<Value<'a>> {
+        match self {
+            Reps::One(v) => v.take(),
+            Reps::Many(p) => p.next(),
+        }
+    }
 }
 
 impl<'a> Src<'_, 'a> {
@@ -51,40 +121,75 @@ impl<'a> Src<'_, 'a> {
     }
 
     /// The repetitions of an element (`first` = field or component, `second` = component or subcomponent),
-    /// non-empty ones only.
-    fn element(&self, first: u16, second: u16) -> Vec<Value<'a>> {
+    /// non-empty ones only. An iterator (cheap to clone, to count or to ask whether there is any) rather than a
+    /// list: most rows read an element that is not valued.
+    fn element(
+        &self,
+        first: u16,
+        second: u16,
+    ) -> impl Iterator<Item = Value<'a>> + Clone + use<'a> {
         let (first, second) = (first as usize, second as usize);
-        let reps: Vec<Value<'a>> = match self {
+        let reps = match self {
             Src::Seg(s) => match s.field(first) {
-                Some(f) => {
-                    let is_msh12 = s.is_header() && first <= 2;
-                    if is_msh12 {
-                        vec![f]
-                    } else {
-                        f.parts().collect()
-                    }
-                }
-                None => Vec::new(),
+                Some(f) if s.is_header() && first <= 2 => Reps::One(Some(f)),
+                Some(f) => Reps::Many(f.parts()),
+                None => Reps::One(None),
             },
-            Src::Val(v, _) => child(*v, first).into_iter().collect(),
+            Src::Val(v, _) => Reps::One(child(*v, first)),
         };
-        reps.into_iter()
-            .filter_map(|r| {
-                if second > 0 {
-                    child(r, second)
-                } else {
-                    Some(r)
-                }
-            })
-            .filter(|v| !v.is_empty() && !v.is_null())
-            .collect()
+        reps.filter_map(move |r| {
+            if second > 0 {
+                child(r, second)
+            } else {
+                Some(r)
+            }
+        })
+        .filter(|v| !v.is_empty() && !v.is_null())
     }
 }
 
+/// The rows of `map` that may apply to `src`, in order: those reading a field (component) that is not empty.
+fn valued_rows(map: &ElementMap, src: Src<'_, '_>, out: &mut Vec<u32>) {
+    let mut add = |f: usize, v: Value<'_>| {
+        if let Some(rows) = map.by_first.get(f)
+            && !rows.is_empty()
+            && !v.is_empty()
+        {
+            out.extend_from_slice(rows);
+        }
+    };
+    match src {
+        Src::Seg(s) => {
+            for f in 1..map.by_first.len().min(s.field_count() + 1) {
+                if let Some(v) = s.field(f) {
+                    add(f, v);
+                }
+            }
+        }
+        // The parts `child` picks from.
+        Src::Val(v, _) => match v.level() {
+            Level::Field => {
+                if let Some(r) = v.repetition(1) {
+                    r.parts()
+                        .take(map.by_first.len())
+                        .enumerate()
+                        .for_each(|(i, p)| add(i + 1, p));
+                }
+            }
+            Level::Repetition | Level::Component => v
+                .parts()
+                .take(map.by_first.len())
+                .enumerate()
+                .for_each(|(i, p)| add(i + 1, p)),
+            _ => add(1, v),
+        },
+    }
+    out.sort_unstable();
+}
+
 /// The text of an element named by an assignment (`HD.2` of the value, or a field of the segment).
-fn inner_or_seg(src: Src<'_, '_>, first: u16, second: u16) -> Option<String> {
-    let v = src.element(first, second);
-    let t = first_text(*v.first()?);
+fn inner_or_seg<'a>(src: Src<'_, 'a>, first: u16, second: u16) -> Option<Cow<'a, str>> {
+    let t = first_text(src.element(first, second).next()?);
     (!t.is_empty()).then_some(t)
 }
 
@@ -104,23 +209,30 @@ struct SrcFacts<'x, 'm, 'a> {
     present: &'x dyn Fn(&str) -> bool,
 }
 
+/// Visits the trimmed, non-empty texts of `vals` while `visit` returns true.
+fn visit_texts<'a>(vals: impl Iterator<Item = Value<'a>>, visit: &mut dyn FnMut(&str) -> bool) {
+    for v in vals {
+        let t = v.text();
+        let t = t.trim();
+        if !t.is_empty() && !visit(t) {
+            return;
+        }
+    }
+}
+
 impl Facts for SrcFacts<'_, '_, '_> {
-    fn values(&self, r: &Ref) -> Vec<String> {
-        let texts = |vals: Vec<Value<'_>>| {
-            vals.iter()
-                .map(|v| v.text().trim().to_string())
-                .filter(|t| !t.is_empty())
-                .collect()
-        };
+    fn values(&self, r: &Ref, visit: &mut dyn FnMut(&str) -> bool) {
         match (&r.segment, self.src) {
-            (None, src) => texts(src.element(r.first, r.second)),
-            (Some(id), src) if src.segment().id() == &**id => match src {
-                Src::Seg(s) | Src::Val(_, s) => texts(Src::Seg(s).element(r.first, r.second)),
-            },
+            (None, src) => visit_texts(src.element(r.first, r.second), visit),
+            (Some(id), src) if src.segment().id() == &**id => {
+                visit_texts(Src::Seg(src.segment()).element(r.first, r.second), visit)
+            }
             (Some(id), _) => match self.msg.find_segment(id.as_bytes(), 1) {
-                Some(s) if r.first == 0 => vec![s.id().to_string()],
-                Some(s) => texts(Src::Seg(s).element(r.first, r.second)),
-                None => Vec::new(),
+                Some(s) if r.first == 0 => {
+                    visit(s.id());
+                }
+                Some(s) => visit_texts(Src::Seg(s).element(r.first, r.second), visit),
+                None => {}
             },
         }
     }
@@ -129,25 +241,23 @@ impl Facts for SrcFacts<'_, '_, '_> {
     }
 }
 
-/// Group instances from the message root: (name, 0-based repetition).
-type Groups = Vec<(Box<str>, u32)>;
-
-/// Parses `/PATIENT_RESULT(0)/ORDER_OBSERVATION(1)/OBX(2)` into group steps and the segment's name.
-fn split_path(path: &str) -> (Groups, Box<str>) {
-    let mut steps: Vec<(Box<str>, u32)> = path
+/// Parses `/PATIENT_RESULT(0)/ORDER_OBSERVATION(1)/OBX(2)` into group steps (borrowed from the path) and the
+/// segment's name.
+fn split_path(path: &str) -> Vec<(&str, u32)> {
+    let mut steps: Vec<(&str, u32)> = path
         .split('/')
         .filter(|s| !s.is_empty())
         .map(|s| match s.split_once('(') {
-            Some((n, r)) => (n.into(), r.trim_end_matches(')').parse().unwrap_or(0)),
-            None => (s.into(), 0),
+            Some((n, r)) => (n, r.trim_end_matches(')').parse().unwrap_or(0)),
+            None => (s, 0),
         })
         .collect();
-    let seg = steps.pop().map(|s| s.0).unwrap_or_default();
-    (steps, seg)
+    steps.pop();
+    steps
 }
 
 /// The message map for a structure: its own, or the family's (`ADT_A03` → `ADT_A01`).
-fn message_map(structure: &str) -> Option<(&'static str, &'static [MessageRow])> {
+fn message_map(structure: &str) -> Option<(&'static str, &'static MessageMap)> {
     let m = maps();
     if let Some((k, v)) = m.messages.get_key_value(structure) {
         return Some((k, v));
@@ -162,14 +272,17 @@ fn message_map(structure: &str) -> Option<(&'static str, &'static [MessageRow])>
         "VXU" => "VXU_V04",
         _ => return None,
     };
-    m.messages
-        .get_key_value(family)
-        .map(|(k, v)| (&**k, &v[..]))
+    m.messages.get_key_value(family).map(|(k, v)| (&**k, v))
+}
+
+/// The data type map a row names, when the guide publishes it.
+fn dt_map(row: &ElementRow) -> Option<&'static ElementMap> {
+    row.dt.map(|i| &maps().elements[i])
 }
 
 pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
     let tree = msg.group_tree();
-    let structure = tree.structure_id().unwrap_or("").to_string();
+    let structure = tree.structure_id().unwrap_or("");
     let sender = msg.get("MSH-4").unwrap_or_default();
     let app = msg.get("MSH-3").unwrap_or_default();
     let control = msg.get("MSH-10").unwrap_or_default();
@@ -191,8 +304,11 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
         value_resources: Vec::new(),
         bundle: Node::obj(),
         notes: Vec::new(),
+        spare: Vec::new(),
+        conds: Vec::new(),
+        segment: 0,
     };
-    let map = message_map(&structure);
+    let map = message_map(structure);
     match map {
         Some((name, _)) if name != structure => ctx.note(
             Severity::Warning,
@@ -204,30 +320,32 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
             "MSH-9",
             format!(
                 "the guide has no map for {}; each segment converted by its most common segment map",
-                if structure.is_empty() { "this message type" } else { &structure }
+                if structure.is_empty() { "this message type" } else { structure }
             ),
         ),
         _ => {}
     }
-    let rows: &[MessageRow] = map.map_or(&[], |m| m.1);
+    let map: Option<&MessageMap> = map.map(|m| m.1);
 
-    // Segment ids per group instance, for `IF ORC VALUED`.
-    let placed: Vec<(Groups, Box<str>)> = (0..msg.segment_count())
-        .map(|i| split_path(&tree.path_of(i).unwrap_or_default()))
+    // Each segment's group instances, for choosing rows, scoping instances and `IF ORC VALUED`.
+    let paths: Vec<String> = (0..msg.segment_count())
+        .map(|i| tree.path_of(i).unwrap_or_default())
         .collect();
+    let placed: Vec<Vec<(&str, u32)>> = paths.iter().map(|p| split_path(p)).collect();
     let mut last_anchor: Option<&str> = None;
     for (index, seg) in msg.segments().enumerate() {
-        let (groups, _name) = &placed[index];
+        let groups = &placed[index][..];
         let id = seg.id();
+        ctx.segment = index as u32 + 1;
         let present = |want: &str| {
-            placed.iter().zip(msg.segments()).any(|((g, _), s)| {
+            placed.iter().zip(msg.segments()).any(|(g, s)| {
                 s.id() == want
                     && g.len() <= groups.len()
                     && g.iter().zip(groups.iter()).all(|(a, b)| a == b)
             })
         };
-        let chosen = choose_rows(rows, id, groups, last_anchor);
-        if rows.iter().any(|r| r.follows.as_deref() == Some(id)) {
+        let chosen = choose_rows(map, id, groups, last_anchor);
+        if map.is_some_and(|m| m.anchors.iter().any(|a| **a == *id)) {
             last_anchor = Some(id);
         }
         let src = Src::Seg(seg);
@@ -249,31 +367,31 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
                     };
                     any = true;
                     ctx.apply_segment(
-                        index,
-                        groups,
+                        (index, groups, &placed),
                         key,
                         row.creates,
                         row.scope_depth,
-                        map_name,
+                        (map_name, row.map),
                         src,
                         &present,
                         &mut mapped_fields,
                     );
                     for r in &row.references {
-                        ctx.link(r.from.clone(), &r.path, &r.to, index);
+                        if let Some((path, resolved)) = &r.path {
+                            ctx.link(r.from, path, resolved, &r.to, index);
+                        }
                     }
                 }
             }
             Chosen::Defaults(defaults) => {
-                for (key, map_name) in defaults {
+                for (key, map_name, map_index) in defaults {
                     any = true;
                     ctx.apply_segment(
-                        index,
-                        groups,
+                        (index, groups, &placed),
                         key,
                         true,
                         0,
-                        map_name,
+                        (map_name, *map_index),
                         src,
                         &present,
                         &mut mapped_fields,
@@ -282,7 +400,6 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
             }
         }
         // Nothing silently lost: every valued field that no applied row read is reported with its path.
-        let label = |f: usize| format!("{id}-{f}");
         if !any && id != "MSH" {
             if seg.fields().skip(1).any(|f| !f.is_empty()) {
                 ctx.note(
@@ -298,12 +415,9 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
             if !mapped_fields.get(f).copied().unwrap_or(false)
                 && seg.field(f).is_some_and(|v| !v.is_empty())
             {
-                let l = label(f);
-                ctx.note(
-                    Severity::Information,
-                    &l,
-                    format!("{l} has no FHIR target in the guide's map"),
-                );
+                let l = format!("{id}-{f}");
+                let message = format!("{l} has no FHIR target in the guide's map");
+                ctx.note(Severity::Information, l, message);
             }
         }
     }
@@ -312,22 +426,27 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
 
 enum Chosen<'r> {
     Rows(Vec<&'r MessageRow>),
-    Defaults(&'r [(Key, Box<str>)]),
+    Defaults(&'r [DefaultMap]),
 }
 
 /// The message rows that apply to a segment at `groups`: those with its exact group path; else `:follow:` rows
 /// after their anchor; else the rows whose group path shares the longest tail with it (versions name groups
 /// differently); else the segment's default maps.
 fn choose_rows<'r>(
-    rows: &'r [MessageRow],
+    map: Option<&'r MessageMap>,
     id: &str,
-    groups: &[(Box<str>, u32)],
+    groups: &Groups<'_>,
     anchor: Option<&str>,
 ) -> Chosen<'r> {
-    let names: Vec<&str> = groups.iter().map(|g| &*g.0).collect();
-    let same_seg = || rows.iter().filter(move |r| &*r.segment == id);
+    let (rows, indexes): (&[MessageRow], &[usize]) = match map {
+        Some(m) => (&m.rows, m.by_segment.get(id).map_or(&[][..], |v| &v[..])),
+        None => (&[], &[]),
+    };
+    let same_seg = || indexes.iter().map(|&i| &rows[i]);
     let exact: Vec<_> = same_seg()
-        .filter(|r| r.follows.is_none() && r.groups.iter().map(|g| &**g).eq(names.iter().copied()))
+        .filter(|r| {
+            r.follows.is_none() && r.groups.iter().map(|g| &**g).eq(groups.iter().map(|g| g.0))
+        })
         .collect();
     if !exact.is_empty() {
         return Chosen::Rows(exact);
@@ -342,8 +461,8 @@ fn choose_rows<'r>(
         r.groups
             .iter()
             .rev()
-            .zip(names.iter().rev())
-            .take_while(|(a, b)| &***a == **b)
+            .zip(groups.iter().rev())
+            .take_while(|(a, b)| ***a == *b.0)
             .count()
     };
     if let Some(best) = same_seg()
@@ -363,8 +482,11 @@ fn choose_rows<'r>(
     }
 }
 
+/// Where a segment stands: its index, its group instances, and every segment's group instances.
+type Place<'x, 'p> = (usize, &'x Groups<'p>, &'x [Vec<(&'p str, u32)>]);
+
 impl Ctx<'_, '_> {
-    fn note(&mut self, severity: Severity, path: &str, message: String) {
+    fn note(&mut self, severity: Severity, path: impl fmt::Display, message: String) {
         self.notes.push(Note {
             severity,
             path: path.to_string(),
@@ -373,25 +495,28 @@ impl Ctx<'_, '_> {
     }
 
     fn full_url(id: &str) -> String {
-        format!("urn:uuid:{id}")
+        let mut s = String::with_capacity(9 + id.len());
+        s.push_str("urn:uuid:");
+        s.push_str(id);
+        s
     }
 
     /// A deterministic UUID-shaped id (RFC 9562 version 8: application-defined) from the message's identity and
     /// `parts`.
     fn make_id(&self, parts: &[&[u8]]) -> String {
-        let mut all: Vec<&[u8]> = vec![&self.identity];
-        all.extend_from_slice(parts);
-        let a = fnv(&all);
-        all.push(b"second half");
-        let b = fnv(&all);
+        let mut h = Fnv::new().part(&self.identity);
+        for p in parts {
+            h = h.part(p);
+        }
+        let a = h.0;
+        let b = h.part(b"second half").0;
         uuid_v8(a, b)
     }
 
     /// The index of the resource a row writes: an existing instance in scope, or a new one.
     fn instance(
         &mut self,
-        index: usize,
-        groups: &[(Box<str>, u32)],
+        (index, groups, placed): Place<'_, '_>,
         key: &Key,
         creates: bool,
         scope_depth: usize,
@@ -401,29 +526,29 @@ impl Ctx<'_, '_> {
                 && if creates {
                     b.creator == index
                 } else {
-                    b.scope.len() >= scope_depth
+                    let scope = &placed[b.creator];
+                    scope.len() >= scope_depth
                         && groups.len() >= scope_depth
-                        && b.scope[..scope_depth] == groups[..scope_depth]
+                        && scope[..scope_depth] == groups[..scope_depth]
                 }
         });
         if let Some(i) = found {
             return Some(i);
         }
-        let ty = TypeShape::resource(&key.ty)?;
+        let ty = key.ty;
         let id = self.make_id(&[
-            key.ty.as_bytes(),
+            ty.name().as_bytes(),
             &key.n.to_le_bytes(),
             &index.to_le_bytes(),
         ]);
         let mut node = Node::obj();
-        node.member("resourceType", || Node::Str(key.ty.clone()));
-        node.member("id", || Node::Str(id.as_str().into()));
+        node.member("resourceType", || Node::Str(ty.name().into()));
+        node.member("id", || Node::Str(id.clone().into()));
         self.resources.push(Built {
-            key: key.clone(),
+            key: *key,
             ty,
             id,
             node,
-            scope: groups.to_vec(),
             creator: index,
         });
         Some(self.resources.len() - 1)
@@ -432,17 +557,16 @@ impl Ctx<'_, '_> {
     #[allow(clippy::too_many_arguments)]
     fn apply_segment(
         &mut self,
-        index: usize,
-        groups: &[(Box<str>, u32)],
+        place: Place<'_, '_>,
         key: &Key,
         creates: bool,
         scope_depth: usize,
-        map_name: &str,
+        (map_name, map): (&str, Option<usize>),
         src: Src<'_, '_>,
         present: &dyn Fn(&str) -> bool,
         mapped: &mut [bool],
     ) {
-        let Some(map) = maps().elements.get(map_name) else {
+        let Some(map) = map.map(|i| &maps().elements[i]) else {
             self.note(
                 Severity::Information,
                 src.segment().id(),
@@ -450,14 +574,13 @@ impl Ctx<'_, '_> {
             );
             return;
         };
-        if key.ty.as_ref() == "Bundle" {
+        if key.ty.name() == "Bundle" {
             let mut bundle = std::mem::replace(&mut self.bundle, Node::obj());
-            let ty = TypeShape::resource("Bundle").expect("Bundle is an R4 resource");
             self.apply_map(
                 map,
                 src,
                 &mut bundle,
-                ty,
+                key.ty,
                 fnv(&[b"bundle"]),
                 present,
                 Some(mapped),
@@ -466,12 +589,12 @@ impl Ctx<'_, '_> {
             self.bundle = bundle;
             return;
         }
-        let Some(i) = self.instance(index, groups, key, creates, scope_depth) else {
+        let Some(i) = self.instance(place, key, creates, scope_depth) else {
             return;
         };
         let mut node = std::mem::replace(&mut self.resources[i].node, Node::obj());
         let ty = self.resources[i].ty;
-        let base = fnv(&[&index.to_le_bytes(), map_name.as_bytes()]);
+        let base = fnv(&[&place.0.to_le_bytes(), map_name.as_bytes()]);
         self.apply_map(map, src, &mut node, ty, base, present, Some(mapped), 0);
         self.resources[i].node = node;
     }
@@ -480,7 +603,7 @@ impl Ctx<'_, '_> {
     #[allow(clippy::too_many_arguments)]
     fn apply_map(
         &mut self,
-        map: &ElementMap,
+        map: &'static ElementMap,
         src: Src<'_, '_>,
         target: &mut Node,
         ty: TypeShape,
@@ -496,28 +619,30 @@ impl Ctx<'_, '_> {
         let facts = SrcFacts { src, msg, present };
         let mut primitive: Option<Node> = None;
         let mut written: Vec<(&str, u16, u16)> = Vec::new();
-        for row in &map.rows {
-            if matches!(&row.attr, Attr::Path(p) if p.is_empty()) {
+        let mut order = self.spare.pop().unwrap_or_default();
+        valued_rows(map, src, &mut order);
+        for &i in &order {
+            let row = &map.rows[i as usize];
+            // The element first: most rows read one that is not valued, and the checks below have no effects,
+            // so their order does not change what is written.
+            let values = src.element(row.first, row.second);
+            if values.clone().next().is_none() {
                 continue;
             }
-            if !row.cond.holds(&facts) {
+            if !self.holds(row, &facts) {
                 continue;
             }
             // Rows conditioned by narrative alone: the first applicable alternative for an element and attribute
             // is taken (the guide lists its default first).
-            let attr_name = attr_label(&row.attr);
+            let attr_name = row.attr_label;
             if row.narrative_only && written.contains(&(attr_name, row.first, row.second)) {
                 continue;
             }
             // An extension's `url` is always assigned; a row that leaves it blank (OBX-19) would put the v2 value
             // there instead.
             if row.assignment.is_none()
-                && matches!(&row.attr, Attr::Path(p) if p.last().is_some_and(|s| &*s.name == "url"))
+                && matches!(&row.attr, Attr::Path(p) if p.last().is_some_and(|s| s.name == "url"))
             {
-                continue;
-            }
-            let values = src.element(row.first, row.second);
-            if values.is_empty() {
                 continue;
             }
             written.push((attr_name, row.first, row.second));
@@ -526,49 +651,59 @@ impl Ctx<'_, '_> {
             {
                 *slot = true;
             }
-            let path = self.path_label(src, row);
-            for (rep, v) in values.iter().enumerate() {
+            let path = Self::path_label(src, row);
+            let resolved = match &row.attr {
+                Attr::Path(steps) | Attr::NewResource(steps) => Some(row.resolved_for(ty, steps)),
+                Attr::Value if ty.json_kind() == fhir::JsonKind::Object => {
+                    Some(row.resolved_for(ty, &VALUE_STEP))
+                }
+                _ => None,
+            };
+            let resolved = resolved.as_deref();
+            let several = values.clone().nth(1).is_some();
+            for (rep, v) in values.enumerate() {
                 let rep_base = fnv(&[&base.to_le_bytes(), &(rep as u32).to_le_bytes()]);
                 let inner = match src {
-                    Src::Seg(s) | Src::Val(_, s) => Src::Val(*v, s),
+                    Src::Seg(s) | Src::Val(_, s) => Src::Val(v, s),
                 };
-                match &row.attr {
-                    Attr::Value if ty.json_kind() == fhir::JsonKind::Object => {
+                match (&row.attr, resolved) {
+                    (Attr::Value, Some(resolved)) => {
                         // `$value` in a map onto a complex type (`NM[Quantity]`) is its `value` element.
-                        let steps = [Step {
-                            name: "value".into(),
-                            slot: 0,
-                        }];
-                        if let Some(leaf) = leaf_type(ty, &steps)
-                            && let Some(node) = self.primitive_for(row, *v, leaf, &path)
+                        let steps = &VALUE_STEP;
+                        if let Some(leaf) = resolved.leaf(steps)
+                            && let Some(node) = self.primitive_for(row, v, leaf, path)
                         {
-                            write(target, ty, &steps, rep_base, node, &mut self.notes, &path);
+                            write(
+                                target,
+                                steps,
+                                resolved,
+                                rep_base,
+                                node,
+                                &mut self.notes,
+                                path,
+                            );
                         }
                     }
-                    Attr::Value => {
+                    (Attr::Value, None) => {
                         if primitive.is_none() {
-                            primitive = self.primitive_for(row, *v, ty, &path);
+                            primitive = self.primitive_for(row, v, ty, path);
                         }
                     }
-                    Attr::This => {
-                        if let Some(dt) = &row.data_type_map {
+                    (Attr::This, _) => {
+                        if let Some(dt) = dt_map(row) {
                             self.value_resource(dt, inner, present, depth);
                         }
                     }
-                    Attr::Path(steps)
-                        if row.data_type_map.as_ref().is_some_and(|dt| {
-                            maps().elements.get(&**dt).and_then(|m| m.target) == Some(ty)
-                                && leaf_type(ty, steps)
+                    (Attr::Path(steps), Some(resolved)) => {
+                        let nested = dt_map(row).filter(|m| {
+                            m.target == Some(ty)
+                                && resolved
+                                    .leaf(steps)
                                     .is_some_and(|l| l.json_kind() != fhir::JsonKind::Object)
-                        }) =>
-                    {
-                        // `XPN.1 → family` with `FN[HumanName]`: the nested map writes into the same HumanName
-                        // (its rows name `family` and `family.extension` themselves).
-                        if let Some(map) = row
-                            .data_type_map
-                            .as_ref()
-                            .and_then(|dt| maps().elements.get(&**dt))
-                        {
+                        });
+                        if let Some(map) = nested {
+                            // `XPN.1 → family` with `FN[HumanName]`: the nested map writes into the same
+                            // HumanName (its rows name `family` and `family.extension` themselves).
                             self.apply_map(
                                 map,
                                 inner,
@@ -579,53 +714,89 @@ impl Ctx<'_, '_> {
                                 None,
                                 depth + 1,
                             );
+                            continue;
                         }
-                    }
-                    Attr::Path(steps) => {
-                        let value =
-                            self.value_for(row, *v, inner, src, ty, steps, present, &path, depth);
+                        let value = self.value_for(
+                            row,
+                            v,
+                            (inner, src),
+                            steps,
+                            resolved,
+                            present,
+                            path,
+                            depth,
+                        );
                         if let Some(value) = value {
-                            write(target, ty, steps, rep_base, value, &mut self.notes, &path);
+                            write(
+                                target,
+                                steps,
+                                resolved,
+                                rep_base,
+                                value,
+                                &mut self.notes,
+                                path,
+                            );
                         }
                         // A repeating v2 element into a single FHIR element: the first repetition is kept and
                         // the rest reported.
-                        if values.len() > 1 && !leaf_many(ty, steps) {
+                        if several && !resolved.many() {
                             if rep == 0 {
-                                self.note(Severity::Information, &path, format!("{path} repeats; FHIR {} holds one value: repetitions after the first are not mapped", attr_name));
+                                self.note(Severity::Information, path, format!("{path} repeats; FHIR {} holds one value: repetitions after the first are not mapped", attr_name));
                             }
                             break;
                         }
                     }
-                    Attr::NewResource(steps, rty) => {
-                        let Some(dt) = &row.data_type_map else {
+                    (Attr::NewResource(steps), Some(resolved)) => {
+                        if row.data_type_map.is_none() {
                             continue;
-                        };
-                        if let Some(url) =
-                            self.value_resource(dt, inner, present, depth).or_else(|| {
-                                // `assigner(Organization)` under a map named for another type: built by name.
-                                let _ = rty;
-                                None
-                            })
+                        }
+                        // `assigner(Organization)`: the Reference to the resource the data type map builds.
+                        if let Some(dt) = dt_map(row)
+                            && let Some(url) = self.value_resource(dt, inner, present, depth)
                         {
                             let mut r = Node::obj();
                             r.member("reference", || Node::Str(url.into()));
-                            write(target, ty, steps, rep_base, r, &mut self.notes, &path);
+                            write(target, steps, resolved, rep_base, r, &mut self.notes, path);
                         }
                     }
-                    Attr::InResource(..) => {
-                        // Values written inside a referenced resource (`assigner(Organization[1].identifier[1]
-                        // .value)`): the referenced resource is built by its own data type map row.
+                    // Values written inside a referenced resource (`assigner(Organization[1].identifier[1]
+                    // .value)`): the referenced resource is built by its own data type map row.
+                    (Attr::InResource(..), _) => {}
+                    (Attr::Path(_) | Attr::NewResource(_), None) => {
+                        unreachable!("paths are resolved above")
                     }
                 }
             }
         }
+        order.clear();
+        self.spare.push(order);
         primitive
     }
 
-    fn path_label(&self, src: Src<'_, '_>, row: &ElementRow) -> String {
+    /// Whether a row's condition holds; a segment-only condition is evaluated once per segment.
+    fn holds(&mut self, row: &ElementRow, facts: &SrcFacts<'_, '_, '_>) -> bool {
+        let Some(slot) = row.cond_slot else {
+            return row.cond.holds(facts);
+        };
+        if self.conds.is_empty() {
+            self.conds = vec![(0, false); maps().cond_slots];
+        }
+        let (at, value) = self.conds[slot as usize];
+        if at == self.segment {
+            return value;
+        }
+        let value = row.cond.holds(facts);
+        self.conds[slot as usize] = (self.segment, value);
+        value
+    }
+
+    fn path_label<'r>(src: Src<'_, 'r>, row: &'r ElementRow) -> Label<'r> {
         match src {
-            Src::Seg(_) => row.label.to_string(),
-            Src::Val(_, s) => format!("{}: {}", s.id(), row.label),
+            Src::Seg(_) => Label::plain(row.label),
+            Src::Val(_, s) => Label {
+                segment: Some(s.id()),
+                label: row.label,
+            },
         }
     }
 
@@ -633,12 +804,11 @@ impl Ctx<'_, '_> {
     /// the Bundle once per distinct content, and returns its full URL.
     fn value_resource(
         &mut self,
-        dt: &str,
+        map: &'static ElementMap,
         src: Src<'_, '_>,
         present: &dyn Fn(&str) -> bool,
         depth: usize,
     ) -> Option<String> {
-        let map = maps().elements.get(dt)?;
         let ty = map.target.filter(|t| t.is_resource())?;
         let mut node = Node::obj();
         node.member("resourceType", || Node::Str(ty.name().into()));
@@ -647,7 +817,7 @@ impl Ctx<'_, '_> {
             src,
             &mut node,
             ty,
-            fnv(&[dt.as_bytes()]),
+            fnv(&[map.name.as_bytes()]),
             present,
             None,
             depth + 1,
@@ -666,7 +836,7 @@ impl Ctx<'_, '_> {
         let id = self.make_id(&[b"value", &content]);
         if !self.value_resources.iter().any(|(i, _, _)| *i == id) {
             if let Node::Obj(fields) = &mut node {
-                fields.insert(1, ("id".into(), Node::Str(id.as_str().into())));
+                fields.insert(1, ("id".into(), Node::Str(id.clone().into())));
             }
             self.value_resources.push((id.clone(), ty, node));
         }
@@ -679,7 +849,7 @@ impl Ctx<'_, '_> {
         row: &ElementRow,
         v: Value<'_>,
         ty: TypeShape,
-        path: &str,
+        path: Label<'_>,
     ) -> Option<Node> {
         let text = first_text(v);
         // The row's own FHIR type, when it names a primitive (`CWE[code]`'s `$value` is a `code`).
@@ -692,15 +862,12 @@ impl Ctx<'_, '_> {
         text: &str,
         ty: TypeShape,
         row: &ElementRow,
-        path: &str,
+        path: Label<'_>,
     ) -> Option<Node> {
-        let mut text = text.to_string();
+        let mut text = text;
         if let Some(vocab) = &row.vocabulary {
-            match maps()
-                .vocabulary
-                .get(&(vocab.clone(), text.as_str().into()))
-            {
-                Some(m) if !m.code.is_empty() => text = m.code.to_string(),
+            match maps().vocabulary(vocab, text) {
+                Some(m) if !m.code.is_empty() => text = m.code,
                 _ => self.note(
                     Severity::Warning,
                     path,
@@ -710,7 +877,7 @@ impl Ctx<'_, '_> {
                 ),
             }
         }
-        let (node, unfit) = value::convert(&text, ty);
+        let (node, unfit) = value::convert(text, ty);
         match unfit {
             Some(Unfit::Invalid) => self.note(
                 Severity::Warning,
@@ -731,21 +898,21 @@ impl Ctx<'_, '_> {
     }
 
     /// The value a row writes at a path: an assigned constant, a nested data type map's object or primitive, a
-    /// Reference, or the element converted to the attribute's primitive type.
+    /// Reference, or the element converted to the attribute's primitive type. `(inner, whole)`: the value, and
+    /// what it was read from.
     #[allow(clippy::too_many_arguments)]
     fn value_for(
         &mut self,
         row: &ElementRow,
         v: Value<'_>,
-        inner: Src<'_, '_>,
-        whole: Src<'_, '_>,
-        ty: TypeShape,
+        (inner, whole): (Src<'_, '_>, Src<'_, '_>),
         steps: &[Step],
+        resolved: &Resolved,
         present: &dyn Fn(&str) -> bool,
-        path: &str,
+        path: Label<'_>,
         depth: usize,
     ) -> Option<Node> {
-        let leaf = leaf_type(ty, steps)?;
+        let leaf = resolved.leaf(steps)?;
         if let Some(parts) = &row.assignment {
             let mut text = String::new();
             for p in parts {
@@ -760,10 +927,10 @@ impl Ctx<'_, '_> {
             }
             return value::convert(&text, leaf).0;
         }
-        if let Some(dt) = &row.data_type_map {
-            let map = maps().elements.get(&**dt)?;
+        if row.data_type_map.is_some() {
+            let map = dt_map(row)?;
             if leaf.name() == "Reference" {
-                let url = self.value_resource(dt, inner, present, depth)?;
+                let url = self.value_resource(map, inner, present, depth)?;
                 let mut r = Node::obj();
                 r.member("reference", || Node::Str(url.into()));
                 return Some(r);
@@ -792,7 +959,7 @@ impl Ctx<'_, '_> {
                 inner,
                 &mut obj,
                 leaf,
-                fnv(&[dt.as_bytes()]),
+                fnv(&[map.name.as_bytes()]),
                 present,
                 None,
                 depth + 1,
@@ -809,9 +976,9 @@ impl Ctx<'_, '_> {
             return None;
         }
         let mut text = first_text(v);
-        if steps.last().is_some_and(|s| &*s.name == "system") && leaf.name() == "uri" {
+        if steps.last().is_some_and(|s| s.name == "system") && leaf.name() == "uri" {
             match system_uri(&text) {
-                Some(u) => text = u.to_string(),
+                Some(u) => text = Cow::Borrowed(u),
                 None => {
                     self.note(
                         Severity::Warning,
@@ -827,9 +994,9 @@ impl Ctx<'_, '_> {
 
     /// A vocabulary map on a CodeableConcept or Coding: the v2 code's FHIR coding is put first, the code as sent
     /// kept after it.
-    fn map_codings(&mut self, obj: &mut Node, vocab: &str, path: &str) {
+    fn map_codings(&mut self, obj: &mut Node, vocab: &str, path: Label<'_>) {
         let Node::Obj(fields) = obj else { return };
-        let codings: Vec<&mut Node> = match fields.iter_mut().find(|(k, _)| &**k == "coding") {
+        let codings: Vec<&mut Node> = match fields.iter_mut().find(|(k, _)| k == "coding") {
             Some((_, Node::Arr(items))) => items.iter_mut().map(|(_, n)| n).collect(),
             _ => vec![obj],
         };
@@ -838,14 +1005,14 @@ impl Ctx<'_, '_> {
             let Some(code) = c.get_str("code").map(str::to_string) else {
                 continue;
             };
-            match maps().vocabulary.get(&(vocab.into(), code.as_str().into())) {
+            match maps().vocabulary(vocab, &code) {
                 Some(m) if !m.code.is_empty() => {
                     let mut mapped = vec![
-                        ("system".into(), Node::Str(m.system.clone())),
-                        ("code".into(), Node::Str(m.code.clone())),
+                        ("system".into(), Node::Str(m.system.into())),
+                        ("code".into(), Node::Str(m.code.into())),
                     ];
                     if !m.display.is_empty() {
-                        mapped.push(("display".into(), Node::Str(m.display.clone())));
+                        mapped.push(("display".into(), Node::Str(m.display.into())));
                     }
                     if let Node::Obj(f) = c {
                         *f = mapped;
@@ -866,12 +1033,12 @@ impl Ctx<'_, '_> {
 
     /// `X.path.reference = Y.id`: a Reference from the instance of X in scope to the latest Y. Skipped when
     /// either is missing, so a reference always resolves.
-    fn link(&mut self, from: Key, path: &[Step], to: &Key, index: usize) {
+    fn link(&mut self, from: Key, path: &[Step], resolved: &Resolved, to: &Key, index: usize) {
         let Some(t) = self
             .resources
             .iter()
             .rposition(|b| b.key == *to)
-            .or_else(|| self.resources.iter().rposition(|b| *b.key.ty == *to.ty))
+            .or_else(|| self.resources.iter().rposition(|b| b.key.ty == to.ty))
         else {
             return;
         };
@@ -882,7 +1049,7 @@ impl Ctx<'_, '_> {
             .or_else(|| {
                 self.resources
                     .iter()
-                    .rposition(|b| *b.key.ty == *from.ty && b.creator == index)
+                    .rposition(|b| b.key.ty == from.ty && b.creator == index)
             })
         else {
             return;
@@ -890,26 +1057,9 @@ impl Ctx<'_, '_> {
         if f == t {
             return;
         }
+        // The path was resolved against `from`'s type, which is the type of every instance found for it.
+        debug_assert_eq!(self.resources[f].ty, resolved.ty);
         let url = Self::full_url(&self.resources[t].id);
-        let ty = self.resources[f].ty;
-        // `Encounter.diagnosis.reference`: the guide names the backbone element; the Reference is its first
-        // Reference-typed element (`diagnosis.condition`).
-        let mut path = path.to_vec();
-        match leaf_type(ty, &path) {
-            Some(leaf) if leaf.name() == "Reference" => {}
-            Some(leaf) if leaf.json_kind() == fhir::JsonKind::Object => {
-                let Some((name, _)) = leaf.elements().find(|(_, e)| e.ty.name() == "Reference")
-                else {
-                    return;
-                };
-                path.push(Step {
-                    name: name.into(),
-                    slot: 0,
-                });
-            }
-            _ => return,
-        }
-        let path = &path[..];
         let mut r = Node::obj();
         r.member("reference", || Node::Str(url.into()));
         let mut node = std::mem::replace(&mut self.resources[f].node, Node::obj());
@@ -919,26 +1069,34 @@ impl Ctx<'_, '_> {
             self.resources[t].id.as_bytes(),
         ]);
         let mut sink = Vec::new();
-        write(&mut node, ty, path, tag, r, &mut sink, "references");
+        write(
+            &mut node,
+            path,
+            resolved,
+            tag,
+            r,
+            &mut sink,
+            Label::plain("references"),
+        );
         self.resources[f].node = node;
     }
 
     fn finish(mut self) -> Conversion {
         if let Some(checker) = self.opts.checker {
             for b in &mut self.resources {
-                check_codes(&mut b.node, checker, &mut self.notes, &b.key.ty);
+                check_codes(&mut b.node, checker, &mut self.notes, b.key.ty.name());
             }
         }
         let mut bundle = std::mem::replace(&mut self.bundle, Node::obj());
         let Node::Obj(bfields) = &mut bundle else {
             unreachable!("the bundle is an object")
         };
-        let given: Vec<(Box<str>, Node)> = std::mem::take(bfields);
+        let given: Vec<(Text, Node)> = std::mem::take(bfields);
         let bundle_id = self.make_id(&[b"Bundle"]);
         bfields.push(("resourceType".into(), Node::Str("Bundle".into())));
         bfields.push(("id".into(), Node::Str(bundle_id.into())));
         for (k, v) in given {
-            if &*k != "type" && &*k != "resourceType" && &*k != "id" {
+            if k != "type" && k != "resourceType" && k != "id" {
                 bfields.push((k, v));
             }
         }
@@ -956,45 +1114,47 @@ impl Ctx<'_, '_> {
             b.node.prune();
         }
         // A resource the maps gave nothing but its id (a Provenance whose segment was empty) is left out unless
-        // something refers to it.
-        let mut referenced = Vec::new();
-        for b in &resources {
-            collect_refs(&b.node, &mut referenced);
+        // something refers to it. The references are collected only when there is such a resource.
+        let is_header = |b: &Built| b.key.ty.name() == "MessageHeader";
+        let bare = |b: &Built| matches!(&b.node, Node::Obj(f) if f.len() <= 2) && !is_header(b);
+        if resources.iter().any(bare) {
+            let mut referenced = Vec::new();
+            for b in &resources {
+                collect_refs(&b.node, &mut referenced);
+            }
+            for (_, _, n) in &self.value_resources {
+                collect_refs(n, &mut referenced);
+            }
+            resources.retain(|b| !bare(b) || referenced.contains(&Self::full_url(&b.id)));
         }
-        for (_, _, n) in &self.value_resources {
-            collect_refs(n, &mut referenced);
-        }
-        resources.retain(|b| {
-            !matches!(&b.node, Node::Obj(f) if f.len() <= 2)
-                || &*b.key.ty == "MessageHeader"
-                || referenced.contains(&Self::full_url(&b.id))
-        });
-        if self.opts.bundle == BundleType::Message
-            && !resources.iter().any(|b| &*b.key.ty == "MessageHeader")
-        {
+        if self.opts.bundle == BundleType::Message && !resources.iter().any(is_header) {
             // A message Bundle starts with a MessageHeader, even when the MSH gave it nothing.
-            let key = Key {
-                ty: "MessageHeader".into(),
-                n: 1,
-            };
+            let ty = TypeShape::resource("MessageHeader").expect("MessageHeader is an R4 resource");
+            let key = Key { ty, n: 1 };
             let id = self.make_id(&[b"MessageHeader"]);
             let mut node = Node::obj();
             node.member("resourceType", || Node::Str("MessageHeader".into()));
-            node.member("id", || Node::Str(id.as_str().into()));
-            let ty = TypeShape::resource("MessageHeader").expect("MessageHeader is an R4 resource");
+            node.member("id", || Node::Str(id.clone().into()));
             resources.push(Built {
                 key,
                 ty,
                 id,
                 node,
-                scope: Vec::new(),
                 creator: 0,
             });
         }
-        let mut seen = std::collections::HashSet::new();
-        self.notes
-            .retain(|n| seen.insert((n.path.clone(), n.message.clone())));
-        resources.sort_by_key(|b| u8::from(&*b.key.ty != "MessageHeader"));
+        // The first of equal notes stays (a handful of notes: comparing beats hashing copies of them).
+        let mut kept: Vec<Note> = Vec::with_capacity(self.notes.len());
+        for n in std::mem::take(&mut self.notes) {
+            if !kept
+                .iter()
+                .any(|k| k.path == n.path && k.message == n.message)
+            {
+                kept.push(n);
+            }
+        }
+        self.notes = kept;
+        resources.sort_by_key(|b| u8::from(!is_header(b)));
         for b in resources {
             entries.push((b.id, b.ty.name(), b.node));
         }
@@ -1006,7 +1166,7 @@ impl Ctx<'_, '_> {
             let id = self.make_id(&[b"OperationOutcome"]);
             let mut node = o;
             if let Node::Obj(f) = &mut node {
-                f.insert(1, ("id".into(), Node::Str(id.as_str().into())));
+                f.insert(1, ("id".into(), Node::Str(id.clone().into())));
             }
             entries.push((id, "OperationOutcome", node));
         }
@@ -1028,7 +1188,7 @@ impl Ctx<'_, '_> {
             f.push(("entry".into(), Node::Arr(items)));
         }
         bundle.prune();
-        let mut json = Vec::with_capacity(4096);
+        let mut json = Vec::with_capacity(16 * 1024);
         bundle.write_json(&mut json);
         Conversion {
             json,
@@ -1056,9 +1216,9 @@ impl Ctx<'_, '_> {
                         .into(),
                     )
                 });
-                issue.member("diagnostics", || Node::Str(n.message.as_str().into()));
+                issue.member("diagnostics", || Node::Str(n.message.clone().into()));
                 issue.member("expression", || {
-                    Node::Arr(vec![(0, Node::Str(n.path.as_str().into()))])
+                    Node::Arr(vec![(0, Node::Str(n.path.clone().into()))])
                 });
                 (i as u64, issue)
             })
@@ -1072,14 +1232,13 @@ impl Ctx<'_, '_> {
         Some(o)
     }
 }
-
 /// Every `reference` string under a node.
 fn collect_refs(n: &Node, out: &mut Vec<String>) {
     match n {
         Node::Obj(f) => {
             for (k, v) in f {
                 match v {
-                    Node::Str(s) if &**k == "reference" => out.push(s.to_string()),
+                    Node::Str(s) if k == "reference" => out.push(s.to_string()),
                     _ => collect_refs(v, out),
                 }
             }
@@ -1123,12 +1282,12 @@ fn clean_extensions(n: &mut Node) {
 }
 
 /// A transaction entry's request: a conditional create on the resource's first business identifier.
-fn transaction_request(ty: &str, node: &Node) -> Node {
+fn transaction_request(ty: &'static str, node: &Node) -> Node {
     let mut req = Node::obj();
     req.member("method", || Node::Str("POST".into()));
     req.member("url", || Node::Str(ty.into()));
     if let Node::Obj(fields) = node
-        && let Some((_, Node::Arr(ids))) = fields.iter().find(|(k, _)| &**k == "identifier")
+        && let Some((_, Node::Arr(ids))) = fields.iter().find(|(k, _)| k == "identifier")
         && let Some((_, first)) = ids.first()
         && let Some(value) = first.get_str("value")
     {
@@ -1153,77 +1312,46 @@ fn query_escape(s: &str) -> String {
     out
 }
 
-/// The attribute a row names, for "first alternative wins".
-fn attr_label(a: &Attr) -> &str {
-    match a {
-        Attr::Path(s) | Attr::NewResource(s, _) | Attr::InResource(s) => {
-            s.first().map_or("", |s| &s.name)
-        }
-        Attr::Value => "$value",
-        Attr::This => "$this",
-    }
-}
-
-/// The text of a value's first component (the whole value when it has none).
-fn first_text(v: Value<'_>) -> String {
-    match v.level() {
+/// The text of a value's first component (the whole value when it has none), trimmed.
+fn first_text(v: Value<'_>) -> Cow<'_, str> {
+    let t = match v.level() {
         Level::Field | Level::Repetition => v
             .component(1)
             .map(|c| c.subcomponent(1).map_or_else(|| c.text(), |s| s.text())),
         Level::Component => v.subcomponent(1).map(|s| s.text()),
         _ => Some(v.text()),
     }
-    .unwrap_or_else(|| v.text())
-    .trim()
-    .to_string()
-}
-
-/// The FHIR type at the end of a path, or `None` when the path names no element of `ty`.
-fn leaf_type(ty: TypeShape, steps: &[Step]) -> Option<TypeShape> {
-    let mut t = ty;
-    for s in steps {
-        t = t.element(&s.name)?.ty;
+    .unwrap_or_else(|| v.text());
+    match t {
+        Cow::Borrowed(b) => Cow::Borrowed(b.trim()),
+        Cow::Owned(o) if o.trim().len() == o.len() => Cow::Owned(o),
+        Cow::Owned(o) => Cow::Owned(o.trim().to_string()),
     }
-    Some(t)
 }
 
-/// Whether the path's first repeating element lets each v2 repetition have its own item.
-fn leaf_many(ty: TypeShape, steps: &[Step]) -> bool {
-    let mut t = ty;
-    for s in steps {
-        let Some(e) = t.element(&s.name) else {
-            return false;
-        };
-        if e.many {
-            return true;
-        }
-        t = e.ty;
-    }
-    false
-}
-
-/// Writes `value` at `steps` under `target` (an object of type `ty`). Repeating elements get the item tagged by
-/// the step's slot and `base` (the v2 repetition and map application), so rows that share a slot share an item.
+/// Writes `value` at `steps` under `target` (an object of type `resolved.ty`, the steps resolved against it).
+/// Repeating elements get the item tagged by the step's slot and `base` (the v2 repetition and map
+/// application), so rows that share a slot share an item.
 fn write(
     target: &mut Node,
-    ty: TypeShape,
     steps: &[Step],
+    resolved: &Resolved,
     base: u64,
     value: Node,
     notes: &mut Vec<Note>,
-    path: &str,
+    path: Label<'_>,
 ) {
     let Some((last, init)) = steps.split_last() else {
         return;
     };
     let mut node = target;
-    let mut t = ty;
+    let mut t = resolved.ty;
     let mut tag = base;
-    for s in init {
-        let Some(e) = t.element(&s.name) else {
+    for (i, s) in init.iter().enumerate() {
+        let Some(&e) = resolved.shapes.get(i) else {
             notes.push(Note {
                 severity: Severity::Information,
-                path: path.into(),
+                path: path.to_string(),
                 message: format!(
                     "{path}: {} is not an element of FHIR {}; not mapped",
                     s.name,
@@ -1232,10 +1360,10 @@ fn write(
             });
             return;
         };
-        if other_choice_present(node, t, &s.name, e.choice) {
+        if other_choice_present(node, t, s.name, e.choice) {
             notes.push(Note {
                 severity: Severity::Information,
-                path: path.into(),
+                path: path.to_string(),
                 message: format!(
                     "{path}: {}[x] already has a value; {} not mapped",
                     e.choice.unwrap_or(""),
@@ -1247,31 +1375,29 @@ fn write(
         // The guide numbers extensions per segment map, and sometimes gives two fields the same number
         // (OBX-10, OBX-19 and OBX-30 all write `extension[2]`): an extension's item is also told apart by the
         // element the row maps, which `path` names.
-        let salt: &[u8] = if &*s.name == "extension" {
-            path.as_bytes()
+        let h = Fnv::new()
+            .part(&tag.to_le_bytes())
+            .part(s.name.as_bytes())
+            .part(&s.slot.max(1).to_le_bytes());
+        tag = if s.name == "extension" {
+            path.hash(h).0
         } else {
-            b""
+            h.end().0
         };
-        tag = fnv(&[
-            &tag.to_le_bytes(),
-            s.name.as_bytes(),
-            &s.slot.max(1).to_le_bytes(),
-            salt,
-        ]);
         let next = if e.many {
-            node.member(&s.name, || Node::Arr(Vec::new()))
+            node.member(s.name, || Node::Arr(Vec::new()))
                 .and_then(|a| a.slot(tag, Node::obj))
         } else {
-            node.member(&s.name, Node::obj)
+            node.member(s.name, Node::obj)
         };
         let Some(next) = next else { return };
         node = next;
         t = e.ty;
     }
-    let Some(e) = t.element(&last.name) else {
+    let Some(&e) = resolved.shapes.get(init.len()) else {
         notes.push(Note {
             severity: Severity::Information,
-            path: path.into(),
+            path: path.to_string(),
             message: format!(
                 "{path}: {} is not an element of FHIR {}; not mapped",
                 last.name,
@@ -1281,12 +1407,12 @@ fn write(
         return;
     };
     if let Some(base) = e.choice
-        && other_choice_present(node, t, &last.name, e.choice)
+        && other_choice_present(node, t, last.name, e.choice)
     {
         // One alternative of a choice element only: the first row's value stands.
         notes.push(Note {
             severity: Severity::Information,
-            path: path.into(),
+            path: path.to_string(),
             message: format!(
                 "{path}: {base}[x] already has a value; {} not mapped",
                 last.name
@@ -1297,10 +1423,15 @@ fn write(
     // A code outside the required value set of its element would make the resource invalid: the code is kept
     // as the element's original text (an extension on the primitive) and reported, not written as the value.
     let value = match value {
-        Node::Str(code) if e.ty.name() == "code" && !required_code_ok(t, &last.name, &code) => {
+        Node::Str(code)
+            if e.ty.name() == "code"
+                && resolved
+                    .required
+                    .is_some_and(|allowed| !allowed.contains(&&*code)) =>
+        {
             notes.push(Note {
                 severity: Severity::Warning,
-                path: path.into(),
+                path: path.to_string(),
                 message: format!(
                     "{path}: {code:?} is not a code of FHIR {}.{}'s required value set; kept as its original text",
                     t.name(),
@@ -1317,7 +1448,7 @@ fn write(
             ext.member("valueString", || Node::Str(code));
             let mut prim = Node::obj();
             prim.member("extension", || Node::Arr(vec![(0, ext)]));
-            node.set_if_absent(&format!("_{}", last.name), prim);
+            node.set_if_absent(format!("_{}", last.name).into(), prim);
             return;
         }
         v => v,
@@ -1328,13 +1459,13 @@ fn write(
             last.name.as_bytes(),
             &last.slot.max(1).to_le_bytes(),
         ]);
-        if let Some(arr) = node.member(&last.name, || Node::Arr(Vec::new()))
+        if let Some(arr) = node.member(last.name, || Node::Arr(Vec::new()))
             && let Node::Arr(items) = arr
             && !items.iter().any(|(t, _)| *t == tag)
         {
             items.push((tag, value));
         }
-    } else if let Some(existing) = node.member(&last.name, || Node::Obj(Vec::new())) {
+    } else if let Some(existing) = node.member(last.name, || Node::Obj(Vec::new())) {
         // Objects merge (two rows filling one Reference or Period); a primitive keeps the first value written.
         let fresh = matches!(existing, Node::Obj(f) if f.is_empty());
         match (existing, value) {
@@ -1351,18 +1482,6 @@ fn write(
     }
 }
 
-/// Whether `code` may stand in `element` of `t` (always, when its binding is not required or not enumerable).
-fn required_code_ok(t: TypeShape, element: &str, code: &str) -> bool {
-    let mut key = String::with_capacity(t.name().len() + element.len() + 1);
-    key.push_str(t.name());
-    key.push('.');
-    key.push_str(element);
-    maps()
-        .required_codes
-        .get(key.as_str())
-        .is_none_or(|allowed| allowed.contains(&code))
-}
-
 /// Whether another alternative of the choice element `choice` is already set on `node`.
 fn other_choice_present(
     node: &Node,
@@ -1374,26 +1493,26 @@ fn other_choice_present(
         return false;
     };
     fields.iter().any(|(k, _)| {
-        &**k != name && k.starts_with(base) && t.element(k).is_some_and(|o| o.choice == Some(base))
+        k != name && k.starts_with(base) && t.element(k).is_some_and(|o| o.choice == Some(base))
     })
 }
 
 /// Coding systems written from CWE.3 inside a nested map: the v2 name (`LN`) becomes the FHIR URI.
-fn fix_systems(obj: &mut Node, notes: &mut Vec<Note>, path: &str) {
+fn fix_systems(obj: &mut Node, notes: &mut Vec<Note>, path: Label<'_>) {
     match obj {
         Node::Obj(fields) => {
             let mut drop = false;
             for (k, v) in fields.iter_mut() {
-                if &**k == "system" {
+                if k == "system" {
                     if let Node::Str(s) = v
                         && !s.contains(':')
                     {
                         match system_uri(s) {
-                            Some(u) => *s = u.into(),
+                            Some(u) => *s = Cow::Borrowed(u),
                             None => {
                                 notes.push(Note {
                                     severity: Severity::Warning,
-                                    path: path.into(),
+                                    path: path.to_string(),
                                     message: format!("{path}: coding system {s:?} has no known FHIR URI; the code is kept without a system"),
                                 });
                                 drop = true;
@@ -1406,7 +1525,7 @@ fn fix_systems(obj: &mut Node, notes: &mut Vec<Note>, path: &str) {
             }
             if drop {
                 fields.retain(|(k, v)| {
-                    !(&**k == "system" && matches!(v, Node::Str(s) if !s.contains(':')))
+                    !(k == "system" && matches!(v, Node::Str(s) if !s.contains(':')))
                 });
             }
         }
@@ -1423,14 +1542,14 @@ fn check_codes(node: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Ve
     match node {
         Node::Obj(fields) => {
             for (k, v) in fields.iter_mut() {
-                let is_coding_list = &**k == "coding";
+                let is_coding_list = k == "coding";
                 match v {
                     Node::Arr(items) if is_coding_list => {
                         for (_, c) in items.iter_mut() {
                             check_one(c, checker, notes, at);
                         }
                     }
-                    Node::Obj(_) if &**k == "class" => check_one(v, checker, notes, at),
+                    Node::Obj(_) if k == "class" => check_one(v, checker, notes, at),
                     _ => check_codes(v, checker, notes, at),
                 }
             }
@@ -1453,7 +1572,7 @@ fn check_one(c: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Vec<Not
             if let Some(d) = display
                 && c.get_str("display").is_none()
             {
-                c.set_if_absent("display", Node::Str(d.into()));
+                c.set_if_absent("display".into(), Node::Str(d.into()));
             }
         }
         CodeCheck::Invalid { message } => notes.push(Note {
@@ -1472,12 +1591,14 @@ fn uuid_v8(a: u64, b: u64) -> String {
     bytes[8..].copy_from_slice(&b.to_be_bytes());
     bytes[6] = (bytes[6] & 0x0f) | 0x80; // version 8
     bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562 variant
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(36);
     for (i, b) in bytes.iter().enumerate() {
         if matches!(i, 4 | 6 | 8 | 10) {
             s.push('-');
         }
-        s.push_str(&format!("{b:02x}"));
+        s.push(char::from(HEX[usize::from(b >> 4)]));
+        s.push(char::from(HEX[usize::from(b & 0xf)]));
     }
     s
 }

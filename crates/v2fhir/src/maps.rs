@@ -3,7 +3,7 @@
 //! their attribute paths and conditions parsed, vocabulary maps by code.
 
 use crate::condition::{self, Cond, Ref};
-use fhir::TypeShape;
+use fhir::{ElementShape, TypeShape};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -16,7 +16,9 @@ const REQUIRED_CODES: &str = include_str!("generated/required-codes.tsv");
 /// One step of a FHIR attribute path: `identifier[2]` → name `identifier`, slot 2.
 #[derive(Clone, Debug)]
 pub(crate) struct Step {
-    pub(crate) name: Box<str>,
+    /// A slice of the generated tables (or of the FHIR definitions): static, so that it keys JSON members
+    /// without a copy.
+    pub(crate) name: &'static str,
     /// The guide's instance number (`[2]`); 0 when the path gives none.
     pub(crate) slot: u16,
 }
@@ -26,8 +28,9 @@ pub(crate) struct Step {
 pub(crate) enum Attr {
     /// A path inside the resource or value the map applies to.
     Path(Vec<Step>),
-    /// `x(Organization)`: a Reference at `x` to a new resource of that type built by the row's data type map.
-    NewResource(Vec<Step>, Box<str>),
+    /// `x(Organization)`: a Reference at `x` to a new resource built by the row's data type map (which names
+    /// the resource's type).
+    NewResource(Vec<Step>),
     /// `x(Organization[1].identifier[1].value)`: a value written inside a resource referenced from `x`. The
     /// referenced resource is built by the row that creates it; these rows are not applied.
     InResource(Vec<Step>),
@@ -35,6 +38,57 @@ pub(crate) enum Attr {
     Value,
     /// `$this`: the value the map applies to, as a whole (its data type map builds a resource).
     This,
+}
+
+/// A path resolved against a FHIR type once, so that writing a value looks no element up by name.
+#[derive(Clone, Debug)]
+pub(crate) struct Resolved {
+    /// The type the path was resolved against.
+    pub(crate) ty: TypeShape,
+    /// Each step's element, up to the first step that names no element of its parent type (all of them when the
+    /// path is valid).
+    pub(crate) shapes: Vec<ElementShape>,
+    /// When every step resolved: the codes a required binding allows at the last step (`None`: any).
+    pub(crate) required: Option<&'static [&'static str]>,
+}
+
+impl Resolved {
+    /// Resolves `steps` against `ty`.
+    pub(crate) fn new(ty: TypeShape, steps: &[Step]) -> Resolved {
+        let mut shapes = Vec::with_capacity(steps.len());
+        let mut t = ty;
+        for s in steps {
+            let Some(e) = t.element(s.name) else { break };
+            shapes.push(e);
+            t = e.ty;
+        }
+        let required = match steps.last() {
+            Some(last) if shapes.len() == steps.len() => {
+                let parent = shapes.len().checked_sub(2).map_or(ty, |i| shapes[i].ty);
+                required_codes(parent.name(), last.name)
+            }
+            _ => None,
+        };
+        Resolved {
+            ty,
+            shapes,
+            required,
+        }
+    }
+
+    /// The FHIR type at the end of the path, or `None` when the path names no element.
+    pub(crate) fn leaf(&self, steps: &[Step]) -> Option<TypeShape> {
+        match self.shapes.last() {
+            Some(e) if self.shapes.len() == steps.len() => Some(e.ty),
+            None if steps.is_empty() => Some(self.ty),
+            _ => None,
+        }
+    }
+
+    /// Whether the path's first repeating element lets each v2 repetition have its own item.
+    pub(crate) fn many(&self) -> bool {
+        self.shapes.iter().any(|e| e.many)
+    }
 }
 
 /// One row of a segment or data type map.
@@ -45,36 +99,68 @@ pub(crate) struct ElementRow {
     /// 1-based component (segment maps) or subcomponent (data type maps); 0 = the whole element.
     pub(crate) second: u16,
     pub(crate) cond: Cond,
+    /// For a condition on segments only ([`Cond::segment_only`]): its number among the distinct such
+    /// conditions, so that the converter evaluates each once per segment (the OBX map asks for OBX-2 dozens of
+    /// times).
+    pub(crate) cond_slot: Option<u32>,
     pub(crate) narrative_only: bool,
     pub(crate) attr: Attr,
     /// The FHIR type the guide names for the attribute, when it is a primitive (`code`, `date`): the type of a
     /// `$value` row.
     pub(crate) fhir_primitive: Option<TypeShape>,
     pub(crate) data_type_map: Option<Box<str>>,
+    /// The data type map's index in [`Maps::elements`], when the guide publishes it.
+    pub(crate) dt: Option<usize>,
     pub(crate) vocabulary: Option<Box<str>>,
     /// A value the row assigns: a literal, or literals and components joined (`"urn:oid:"+HD.2`).
     pub(crate) assignment: Option<Vec<Part>>,
     /// The element's label for reports (`PID-7`, `CX.4`).
-    pub(crate) label: Box<str>,
+    pub(crate) label: &'static str,
+    /// The attribute's first step (`$value`, `$this`): rows conditioned by narrative alone are alternatives per
+    /// element and attribute.
+    pub(crate) attr_label: &'static str,
+    /// The attribute path (`$value`: `value`, for maps onto a complex type) resolved against the map's target
+    /// type, the type the row is nearly always applied to.
+    pub(crate) resolved: Option<Resolved>,
 }
+
+impl ElementRow {
+    /// The row's path resolved against `ty`: the one compiled for the map's target, else resolved now.
+    pub(crate) fn resolved_for(
+        &self,
+        ty: TypeShape,
+        steps: &[Step],
+    ) -> std::borrow::Cow<'_, Resolved> {
+        match &self.resolved {
+            Some(r) if r.ty == ty => std::borrow::Cow::Borrowed(r),
+            _ => std::borrow::Cow::Owned(Resolved::new(ty, steps)),
+        }
+    }
+}
+
+/// The step of a `$value` row in a map onto a complex type (`NM[Quantity]`): its `value` element.
+pub(crate) const VALUE_STEP: [Step; 1] = [Step {
+    name: "value",
+    slot: 0,
+}];
 
 /// A piece of an assigned value.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Part {
-    Lit(Box<str>),
+    Lit(&'static str),
     /// A component (data type maps) or field (segment maps) of the value the map applies to.
     Ref(u16, u16),
 }
 
 /// `"urn:oid:"+HD.2`, `"+"+XTN.5+" "+XTN.6`, `"message"`. `None` for narrative placeholders
 /// (`/to be determined by the implementer/`).
-fn parse_assignment(s: &str) -> Option<Vec<Part>> {
+fn parse_assignment(s: &'static str) -> Option<Vec<Part>> {
     let mut parts = Vec::new();
     let mut rest = s.trim();
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix('"') {
             let end = r.find('"')?;
-            parts.push(Part::Lit(r[..end].into()));
+            parts.push(Part::Lit(&r[..end]));
             rest = r[end + 1..].trim_start();
         } else {
             let end = rest.find('+').unwrap_or(rest.len());
@@ -90,16 +176,22 @@ fn parse_assignment(s: &str) -> Option<Vec<Part>> {
 /// A segment or data type map: `PID[Patient]`, `CX[Identifier]`.
 #[derive(Debug)]
 pub(crate) struct ElementMap {
+    /// `PID[Patient]`.
+    pub(crate) name: &'static str,
     /// The FHIR type the map builds (`Patient` for `PID[Patient]`, `Basic` for `PV1[Basic-EncounterHistory]`,
     /// `Identifier`, `string` for `XPN[String]`).
     pub(crate) target: Option<TypeShape>,
     pub(crate) rows: Vec<ElementRow>,
+    /// Field (component) number → the indexes of the rows that read it and write something, in order: a
+    /// segment or value has few valued fields, so the converter visits their rows only.
+    pub(crate) by_first: Vec<Vec<u32>>,
 }
 
 /// A resource a message row names: `Observation[2]`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Key {
-    pub(crate) ty: Box<str>,
+    /// A resource type (keys are compared often: a shape compares as a number).
+    pub(crate) ty: TypeShape,
     /// The guide's instance number; 0 for none or `[n]` (a new instance per segment).
     pub(crate) n: u16,
 }
@@ -108,7 +200,10 @@ pub(crate) struct Key {
 #[derive(Clone, Debug)]
 pub(crate) struct Reference {
     pub(crate) from: Key,
-    pub(crate) path: Vec<Step>,
+    /// Where the Reference goes in `from`'s type, resolved once: the guide's path, plus the backbone element's
+    /// first Reference-typed element when the path names a backbone element (`Encounter.diagnosis.reference`
+    /// is `diagnosis.condition`). `None` when the path names no Reference: the link is never written.
+    pub(crate) path: Option<(Vec<Step>, Resolved)>,
     pub(crate) to: Key,
 }
 
@@ -126,6 +221,8 @@ pub(crate) struct MessageRow {
     pub(crate) key: Option<Key>,
     /// The segment map the row applies.
     pub(crate) segment_map: Option<Box<str>>,
+    /// Its index in [`Maps::elements`], when the guide publishes it.
+    pub(crate) map: Option<usize>,
     pub(crate) references: Vec<Reference>,
     /// How many groups the row shares with the first row that names the same resource: instances of the
     /// resource merge within one instance of that group (ORC and OBR build one DiagnosticReport per order).
@@ -137,21 +234,36 @@ pub(crate) struct MessageRow {
 /// A vocabulary map row's FHIR side.
 #[derive(Debug)]
 pub(crate) struct Mapped {
-    pub(crate) code: Box<str>,
-    pub(crate) display: Box<str>,
-    pub(crate) system: Box<str>,
+    pub(crate) code: &'static str,
+    pub(crate) display: &'static str,
+    pub(crate) system: &'static str,
 }
+
+/// A message map's rows, with what choosing them per segment needs indexed once.
+#[derive(Debug, Default)]
+pub(crate) struct MessageMap {
+    pub(crate) rows: Vec<MessageRow>,
+    /// Segment id → the indexes of its rows, in order.
+    pub(crate) by_segment: HashMap<Box<str>, Vec<usize>>,
+    /// The segments `:follow:` rows follow.
+    pub(crate) anchors: Vec<Box<str>>,
+}
+
+/// A segment's default map: (resource, map name, map index in [`Maps::elements`]).
+pub(crate) type DefaultMap = (Key, Box<str>, Option<usize>);
 
 /// All maps.
 pub(crate) struct Maps {
-    pub(crate) messages: HashMap<Box<str>, Vec<MessageRow>>,
-    pub(crate) elements: HashMap<Box<str>, ElementMap>,
-    /// (map, v2 code) → FHIR coding.
-    pub(crate) vocabulary: HashMap<(Box<str>, Box<str>), Mapped>,
-    /// For each segment id, the segment map the guide most often applies to it, for messages it does not map.
-    pub(crate) default_maps: HashMap<Box<str>, Vec<(Key, Box<str>)>>,
-    /// FHIR R4 `code` elements with a required binding (`Encounter.location.status`) → the codes allowed.
-    pub(crate) required_codes: HashMap<&'static str, Vec<&'static str>>,
+    pub(crate) messages: HashMap<Box<str>, MessageMap>,
+    /// Segment and data type maps; rows refer to them by index.
+    pub(crate) elements: Vec<ElementMap>,
+    /// Map → v2 code → FHIR coding.
+    pub(crate) vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped>>,
+    /// For each segment id, the segment map the guide most often applies to it, for messages it does not map:
+    /// (resource, map name, map index).
+    pub(crate) default_maps: HashMap<Box<str>, Vec<DefaultMap>>,
+    /// How many distinct segment-only conditions the element rows have (see [`ElementRow::cond_slot`]).
+    pub(crate) cond_slots: usize,
     /// Rows whose condition could not be read, as `map element: condition` (listed, never applied).
     pub(crate) unparsed: Vec<String>,
 }
@@ -160,6 +272,30 @@ pub(crate) struct Maps {
 pub(crate) fn maps() -> &'static Maps {
     static MAPS: OnceLock<Maps> = OnceLock::new();
     MAPS.get_or_init(compile)
+}
+
+impl Maps {
+    /// The FHIR coding a vocabulary map gives a v2 code.
+    pub(crate) fn vocabulary(&self, map: &str, code: &str) -> Option<&Mapped> {
+        self.vocabulary.get(map)?.get(code)
+    }
+}
+
+/// The codes a required binding allows in `ty.element` (`Encounter.location.status`), or `None` when the
+/// element is not a `code` with a required, enumerable binding. Compiled apart from [`maps`] because resolving
+/// the maps' paths needs it.
+pub(crate) fn required_codes(ty: &str, element: &str) -> Option<&'static [&'static str]> {
+    static CODES: OnceLock<HashMap<&'static str, Vec<&'static str>>> = OnceLock::new();
+    let codes = CODES.get_or_init(|| {
+        rows(REQUIRED_CODES)
+            .filter_map(|r| Some((*r.first()?, r.get(1)?.split(' ').collect())))
+            .collect()
+    });
+    let mut key = String::with_capacity(ty.len() + element.len() + 1);
+    key.push_str(ty);
+    key.push('.');
+    key.push_str(element);
+    codes.get(key.as_str()).map(|v| &v[..])
 }
 
 fn rows(text: &'static str) -> impl Iterator<Item = Vec<&'static str>> {
@@ -174,7 +310,7 @@ fn opt(s: &str) -> Option<Box<str>> {
 }
 
 /// `identifier[2].type.coding.code` → steps. `None` for forms the converter does not read.
-fn parse_steps(s: &str) -> Option<Vec<Step>> {
+fn parse_steps(s: &'static str) -> Option<Vec<Step>> {
     let mut out = Vec::new();
     for part in s.split('.') {
         let part = part.trim();
@@ -188,15 +324,12 @@ fn parse_steps(s: &str) -> Option<Vec<Step>> {
         if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric()) {
             return None;
         }
-        out.push(Step {
-            name: name.into(),
-            slot,
-        });
+        out.push(Step { name, slot });
     }
     Some(out)
 }
 
-fn parse_attr(s: &str) -> Option<Attr> {
+fn parse_attr(s: &'static str) -> Option<Attr> {
     let s = s.trim();
     // `[1].family` (XPN[HumanName]): the leading instance number names the value the map builds itself.
     let s = match s.strip_prefix('[').and_then(|r| r.split_once("].")) {
@@ -212,7 +345,7 @@ fn parse_attr(s: &str) -> Option<Attr> {
         let inner = inner.strip_suffix(')')?;
         let steps = parse_steps(outer)?;
         if inner.bytes().all(|c| c.is_ascii_alphabetic()) {
-            return Some(Attr::NewResource(steps, inner.into()));
+            return Some(Attr::NewResource(steps));
         }
         // `Organization[1].identifier[1].value` or `Practitioner.address`
         let (head, path) = inner.split_once('.')?;
@@ -260,14 +393,16 @@ fn parse_key(s: &str) -> Option<Key> {
         Some((t, num)) => (t, num.trim_end_matches(']').parse().unwrap_or(0)),
         None => (head, 0),
     };
-    TypeShape::resource(ty)?;
-    Some(Key { ty: ty.into(), n })
+    Some(Key {
+        ty: TypeShape::resource(ty)?,
+        n,
+    })
 }
 
 /// The References cell: statements `A[1].x.reference=B[1].id`, separated by `;` or spaces (line breaks in the
 /// guide, folded by the generator). Statements that assign a literal or reach into another element are left to
 /// the segment maps.
-fn parse_references(s: &str) -> Vec<Reference> {
+fn parse_references(s: &'static str) -> Vec<Reference> {
     s.split([';', ' '])
         .filter_map(|stmt| {
             let (lhs, rhs) = stmt.trim().split_once('=')?;
@@ -278,18 +413,32 @@ fn parse_references(s: &str) -> Vec<Reference> {
             let path_text = path_text
                 .strip_suffix(".reference")
                 .or_else(|| path_text.strip_suffix(".id"))?;
-            Some(Reference {
-                from,
-                path: parse_steps(path_text)?,
-                to,
-            })
+            let mut path = parse_steps(path_text)?;
+            let path = match Resolved::new(from.ty, &path).leaf(&path) {
+                Some(leaf) if leaf.name() == "Reference" => Some(path),
+                Some(leaf) if leaf.json_kind() == fhir::JsonKind::Object => leaf
+                    .elements()
+                    .find(|(_, e)| e.ty.name() == "Reference")
+                    .map(|(name, _)| {
+                        path.push(Step { name, slot: 0 });
+                        path
+                    }),
+                _ => None,
+            }
+            .map(|p| {
+                let r = Resolved::new(from.ty, &p);
+                (p, r)
+            });
+            Some(Reference { from, path, to })
         })
         .collect()
 }
 
 fn compile() -> Maps {
     let mut unparsed = Vec::new();
-    let mut elements: HashMap<Box<str>, ElementMap> = HashMap::new();
+    let mut elements: Vec<ElementMap> = Vec::new();
+    let mut element_index: HashMap<Box<str>, usize> = HashMap::new();
+    let mut cond_slots: HashMap<String, u32> = HashMap::new();
     for (text, is_type) in [(SEGMENTS, false), (DATATYPES, true)] {
         for r in rows(text) {
             let [
@@ -309,10 +458,16 @@ fn compile() -> Maps {
             let Some((first, second)) = parse_element(element) else {
                 continue;
             };
-            let entry = elements.entry(map.into()).or_insert_with(|| ElementMap {
-                target: map_target(map),
-                rows: Vec::new(),
+            let index = *element_index.entry(map.into()).or_insert_with(|| {
+                elements.push(ElementMap {
+                    name: map,
+                    target: map_target(map),
+                    rows: Vec::new(),
+                    by_first: Vec::new(),
+                });
+                elements.len() - 1
             });
+            let entry = &mut elements[index];
             let Some(attr) = parse_attr(attr).filter(|_| !attr.trim().is_empty()) else {
                 // Rows without a target (or in a form not read) still list the element: the converter
                 // reports valued elements that no row maps.
@@ -320,13 +475,17 @@ fn compile() -> Maps {
                     first,
                     second,
                     cond: Cond::Unparsed,
+                    cond_slot: None,
                     narrative_only: false,
                     attr: Attr::Path(Vec::new()),
                     fhir_primitive: None,
                     data_type_map: None,
+                    dt: None,
                     vocabulary: None,
                     assignment: None,
-                    label: element.into(),
+                    label: element,
+                    attr_label: "",
+                    resolved: None,
                 });
                 continue;
             };
@@ -340,24 +499,63 @@ fn compile() -> Maps {
             if cond.is_unparsed() {
                 unparsed.push(format!("{map} {element}: {cond_text}", cond_text = r[2]));
             }
-            let assignment = opt(assign).and_then(|a| parse_assignment(&a));
+            let assignment = parse_assignment(assign);
+            let attr_label = match &attr {
+                Attr::Path(s) | Attr::NewResource(s) | Attr::InResource(s) => {
+                    s.first().map_or("", |s| s.name)
+                }
+                Attr::Value => "$value",
+                Attr::This => "$this",
+            };
+            let resolved = entry.target.and_then(|t| match &attr {
+                Attr::Path(steps) | Attr::NewResource(steps) => Some(Resolved::new(t, steps)),
+                Attr::Value if t.json_kind() == fhir::JsonKind::Object => {
+                    Some(Resolved::new(t, &VALUE_STEP))
+                }
+                _ => None,
+            });
+            let cond_slot = (cond != Cond::Always && cond.segment_only()).then(|| {
+                let n = cond_slots.len() as u32;
+                *cond_slots.entry(format!("{cond:?}")).or_insert(n)
+            });
             entry.rows.push(ElementRow {
                 first,
                 second,
                 cond,
+                cond_slot,
                 narrative_only: narrative == "N",
                 attr,
                 fhir_primitive: TypeShape::named(fhir_type.trim())
                     .filter(|t| t.json_kind() != fhir::JsonKind::Object),
                 data_type_map: opt(dt_map),
+                dt: None,
                 vocabulary: opt(vocab),
                 assignment,
-                label: element.into(),
+                label: element,
+                attr_label,
+                resolved,
             });
         }
     }
+    for m in &mut elements {
+        for (i, row) in m.rows.iter_mut().enumerate() {
+            row.dt = row
+                .data_type_map
+                .as_deref()
+                .and_then(|d| element_index.get(d).copied());
+            // Rows with no target are never applied; element 0 is never valued.
+            if matches!(&row.attr, Attr::Path(p) if p.is_empty()) || row.first == 0 {
+                continue;
+            }
+            let f = usize::from(row.first);
+            if m.by_first.len() <= f {
+                m.by_first.resize_with(f + 1, Vec::new);
+            }
+            m.by_first[f].push(i as u32);
+        }
+    }
 
-    let mut messages: HashMap<Box<str>, Vec<MessageRow>> = HashMap::new();
+    let mut messages: HashMap<Box<str>, MessageMap> = HashMap::new();
     for r in rows(MESSAGES) {
         let [map, path, segment, cond, narrative, target, seg_map, refs] = r[..] else {
             continue;
@@ -384,31 +582,37 @@ fn compile() -> Maps {
         if cond.is_unparsed() {
             unparsed.push(format!("{map} {path}: {}", r[3]));
         }
-        messages.entry(map.into()).or_default().push(MessageRow {
-            groups,
-            segment: seg_id.into(),
-            follows,
-            cond,
-            narrative_only: narrative == "N",
-            key: parse_key(target).or_else(|| {
-                // A row naming only its segment map (`SFT[Device]` under `Provenance[1].entity.what(Device)`)
-                // builds the map's resource.
-                let ty = map_target(seg_map)?;
-                ty.is_resource().then(|| Key {
-                    ty: ty.name().into(),
-                    n: 0,
-                })
-            }),
-            segment_map: opt(seg_map),
-            references: parse_references(refs),
-            scope_depth: 0,
-            creates: false,
-        });
+        let segment_map = opt(seg_map);
+        messages
+            .entry(map.into())
+            .or_default()
+            .rows
+            .push(MessageRow {
+                groups,
+                segment: seg_id.into(),
+                follows,
+                cond,
+                narrative_only: narrative == "N",
+                key: parse_key(target).or_else(|| {
+                    // A row naming only its segment map (`SFT[Device]` under `Provenance[1].entity.what(Device)`)
+                    // builds the map's resource.
+                    let ty = map_target(seg_map)?;
+                    ty.is_resource().then_some(Key { ty, n: 0 })
+                }),
+                map: segment_map
+                    .as_deref()
+                    .and_then(|m| element_index.get(m).copied()),
+                segment_map,
+                references: parse_references(refs),
+                scope_depth: 0,
+                creates: false,
+            });
     }
-    for rows in messages.values_mut() {
+    for mm in messages.values_mut() {
+        let rows = &mut mm.rows;
         let mut first_of: HashMap<Key, usize> = HashMap::new();
         for i in 0..rows.len() {
-            let Some(key) = rows[i].key.clone() else {
+            let Some(key) = rows[i].key else {
                 continue;
             };
             match first_of.get(&key) {
@@ -430,13 +634,24 @@ fn compile() -> Maps {
                 }
             }
         }
+        for (i, row) in rows.iter().enumerate() {
+            mm.by_segment
+                .entry(row.segment.clone())
+                .or_default()
+                .push(i);
+            if let Some(f) = &row.follows
+                && !mm.anchors.contains(f)
+            {
+                mm.anchors.push(f.clone());
+            }
+        }
     }
-    let mut default_maps: HashMap<Box<str>, Vec<(Key, Box<str>)>> = HashMap::new();
+    let mut default_maps: HashMap<Box<str>, Vec<DefaultMap>> = HashMap::new();
     // The ORU^R01 and ADT^A01 maps first: their choices are the guide's most worked-out ones.
     let mut names: Vec<&Box<str>> = messages.keys().collect();
     names.sort_by_key(|n| (!matches!(&***n, "ADT_A01" | "ORU_R01"), n.to_string()));
     for name in names {
-        for row in &messages[name] {
+        for row in &messages[name].rows {
             let (Some(key), Some(m)) = (&row.key, &row.segment_map) else {
                 continue;
             };
@@ -444,35 +659,34 @@ fn compile() -> Maps {
                 continue;
             }
             let list = default_maps.entry(row.segment.clone()).or_default();
-            if list.iter().all(|(_, existing)| existing != m)
-                && list.iter().all(|(k, _)| k.ty != key.ty)
+            if list.iter().all(|(_, existing, _)| existing != m)
+                && list.iter().all(|(k, _, _)| k.ty != key.ty)
             {
-                list.push((key.clone(), m.clone()));
+                list.push((*key, m.clone(), row.map));
             }
         }
     }
-    let mut vocabulary = HashMap::new();
+    let mut vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped>> = HashMap::new();
     for r in rows(VOCABULARY) {
         let [map, code, _v2system, _cond, fcode, display, system] = r[..] else {
             continue;
         };
         vocabulary
-            .entry((map.into(), code.into()))
+            .entry(map.into())
+            .or_default()
+            .entry(code.into())
             .or_insert(Mapped {
-                code: fcode.into(),
-                display: display.into(),
-                system: system.into(),
+                code: fcode,
+                display,
+                system,
             });
     }
-    let required_codes = rows(REQUIRED_CODES)
-        .filter_map(|r| Some((*r.first()?, r.get(1)?.split(' ').collect())))
-        .collect();
     Maps {
-        required_codes,
         messages,
         elements,
         vocabulary,
         default_maps,
+        cond_slots: cond_slots.len(),
         unparsed,
     }
 }

@@ -1,13 +1,19 @@
 //! The resources under construction: a small ordered JSON tree that knows which array item each of the guide's
 //! instance numbers (`identifier[2]`) and v2 repetitions went to, written out as FHIR JSON directly.
 
+use std::borrow::Cow;
+
+/// A member name or string value: most come from the compiled maps and the FHIR definitions (static, not
+/// copied), the rest from the message.
+pub(crate) type Text = Cow<'static, str>;
+
 /// A JSON value being built.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Node {
-    Obj(Vec<(Box<str>, Node)>),
+    Obj(Vec<(Text, Node)>),
     /// Items with the slot tag that placed them (see [`Node::slot`]).
     Arr(Vec<(u64, Node)>),
-    Str(Box<str>),
+    Str(Text),
     /// A number, written as its lexical form.
     Num(Box<str>),
     Bool(bool),
@@ -19,12 +25,16 @@ impl Node {
     }
 
     /// The member `name` of an object, created by `make` when missing. `None` when this is not an object.
-    pub(crate) fn member(&mut self, name: &str, make: impl FnOnce() -> Node) -> Option<&mut Node> {
+    pub(crate) fn member(
+        &mut self,
+        name: &'static str,
+        make: impl FnOnce() -> Node,
+    ) -> Option<&mut Node> {
         let Node::Obj(fields) = self else { return None };
-        let i = match fields.iter().position(|(k, _)| &**k == name) {
+        let i = match fields.iter().position(|(k, _)| same(k, name)) {
             Some(i) => i,
             None => {
-                fields.push((name.into(), make()));
+                fields.push((Cow::Borrowed(name), make()));
                 fields.len() - 1
             }
         };
@@ -47,14 +57,14 @@ impl Node {
 
     /// Sets member `name` unless it is already set (the first row to write an element wins, as the guide's
     /// alternatives are listed in order of preference). Returns whether it was set.
-    pub(crate) fn set_if_absent(&mut self, name: &str, value: Node) -> bool {
+    pub(crate) fn set_if_absent(&mut self, name: Text, value: Node) -> bool {
         let Node::Obj(fields) = self else {
             return false;
         };
-        if fields.iter().any(|(k, _)| &**k == name) {
+        if fields.iter().any(|(k, _)| *k == name) {
             return false;
         }
-        fields.push((name.into(), value));
+        fields.push((name, value));
         true
     }
 
@@ -63,7 +73,7 @@ impl Node {
         let Node::Obj(fields) = self else { return None };
         fields
             .iter()
-            .find(|(k, _)| &**k == name)
+            .find(|(k, _)| k == name)
             .and_then(|(_, v)| match v {
                 Node::Str(s) => Some(&**s),
                 _ => None,
@@ -95,8 +105,12 @@ impl Node {
                     if i > 0 {
                         out.push(b',');
                     }
-                    write_str(k, out);
-                    out.push(b':');
+                    // Member names are FHIR element names and the converter's own (`resourceType`, `_status`):
+                    // nothing in them needs an escape.
+                    debug_assert!(k.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'));
+                    out.push(b'"');
+                    out.extend_from_slice(k.as_bytes());
+                    out.extend_from_slice(b"\":");
                     v.write_json(out);
                 }
                 out.push(b'}');
@@ -118,28 +132,37 @@ impl Node {
     }
 }
 
+/// Whether a member name is `name`: most names are the same static string, compared by address first.
+fn same(k: &str, name: &str) -> bool {
+    (k.as_ptr() == name.as_ptr() && k.len() == name.len()) || k == name
+}
+
 /// A JSON string literal.
 pub(crate) fn write_str(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &c) in bytes.iter().enumerate() {
-        let esc: &[u8] = match c {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0..=0x1f => {
-                out.extend_from_slice(&bytes[start..i]);
-                out.extend_from_slice(format!("\\u{c:04x}").as_bytes());
-                start = i + 1;
-                continue;
-            }
-            _ => continue,
-        };
+    // Most strings need no escape: runs without one are copied whole.
+    while let Some(n) = bytes[start..]
+        .iter()
+        .position(|&c| c < 0x20 || c == b'"' || c == b'\\')
+    {
+        let i = start + n;
         out.extend_from_slice(&bytes[start..i]);
-        out.extend_from_slice(esc);
+        let c = bytes[i];
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(c >> 4)]);
+                out.push(HEX[usize::from(c & 0xf)]);
+            }
+        }
         start = i + 1;
     }
     out.extend_from_slice(&bytes[start..]);
@@ -149,17 +172,44 @@ pub(crate) fn write_str(s: &str, out: &mut Vec<u8>) {
 /// FNV-1a, 64 bits: slot tags and deterministic resource ids. Stable across runs and platforms (unlike the
 /// standard library's hasher), which is what makes converting a message twice give the same Bundle.
 pub(crate) fn fnv(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = Fnv::new();
     for p in parts {
-        for &b in *p {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        // A separator, so that ("ab","c") and ("a","bc") differ.
-        h ^= 0xff;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        h = h.part(p);
     }
-    h
+    h.0
+}
+
+/// [`fnv`] step by step, so that a part can be fed in pieces (a label and its segment id) without joining them
+/// first: `Fnv::new().bytes(a).bytes(b).end()` is `fnv(&[a + b])`.
+#[derive(Clone, Copy)]
+pub(crate) struct Fnv(pub(crate) u64);
+
+impl Fnv {
+    pub(crate) fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    /// Bytes of the current part.
+    pub(crate) fn bytes(mut self, bytes: &[u8]) -> Fnv {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self
+    }
+
+    /// Ends the current part.
+    pub(crate) fn end(mut self) -> Fnv {
+        // A separator, so that ("ab","c") and ("a","bc") differ.
+        self.0 ^= 0xff;
+        self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        self
+    }
+
+    /// A whole part.
+    pub(crate) fn part(self, bytes: &[u8]) -> Fnv {
+        self.bytes(bytes).end()
+    }
 }
 
 #[cfg(test)]

@@ -87,12 +87,12 @@ pub(crate) fn convert(text: &str, ty: TypeShape) -> (Option<Node>, Option<Unfit>
                 !text.contains("  ")
             };
             if ok {
-                (Some(Node::Str(text.into())), None)
+                (Some(Node::Str(text.to_string().into())), None)
             } else {
                 (None, Some(Unfit::Invalid))
             }
         }
-        _ if ty.json_kind() == JsonKind::String => (Some(Node::Str(text.into())), None),
+        _ if ty.json_kind() == JsonKind::String => (Some(Node::Str(text.to_string().into())), None),
         _ => (None, Some(Unfit::Invalid)),
     }
 }
