@@ -264,7 +264,7 @@ fn message_map(structure: &str) -> Option<(&'static str, &'static MessageMap)> {
     }
     let family = match structure.get(..3)? {
         "ADT" => "ADT_A01",
-        "ORU" => "ORU_R01",
+        "ORU" | "OUL" => "ORU_R01",
         "ORM" => "ORM_O01",
         "OML" => "OML_O21",
         "MDM" => "MDM_T02",
@@ -589,6 +589,7 @@ impl Ctx<'_, '_> {
             self.bundle = bundle;
             return;
         }
+        let before = self.resources.len();
         let Some(i) = self.instance(place, key, creates, scope_depth) else {
             return;
         };
@@ -596,6 +597,21 @@ impl Ctx<'_, '_> {
         let ty = self.resources[i].ty;
         let base = fnv(&[&place.0.to_le_bytes(), map_name.as_bytes()]);
         self.apply_map(map, src, &mut node, ty, base, present, Some(mapped), 0);
+        // A row that merges into a resource started a new one because none was in its scope, and wrote
+        // nothing: left in place, the empty resource would become the one later references point to (an ORU's
+        // patient-level OBX outside its PATIENT group gave the Observations an empty second Patient).
+        let only_id = |n: &Node| {
+            // Judged after the clean-up `finish` does (an extension's url alone is no content).
+            let mut n = n.clone();
+            clean_extensions(&mut n);
+            drop_identifiers_without_value(&mut n);
+            n.prune();
+            matches!(n, Node::Obj(f) if f.len() <= 2)
+        };
+        if !creates && i == before && i + 1 == self.resources.len() && only_id(&node) {
+            self.resources.pop();
+            return;
+        }
         self.resources[i].node = node;
     }
 
@@ -1111,7 +1127,9 @@ impl Ctx<'_, '_> {
         let mut resources = std::mem::take(&mut self.resources);
         for b in &mut resources {
             clean_extensions(&mut b.node);
+            drop_identifiers_without_value(&mut b.node);
             b.node.prune();
+            required_status(b, &mut self.notes);
         }
         // A resource the maps gave nothing but its id (a Provenance whose segment was empty) is left out unless
         // something refers to it. The references are collected only when there is such a resource.
@@ -1246,6 +1264,64 @@ fn collect_refs(n: &Node, out: &mut Vec<String>) {
         Node::Arr(items) => items.iter().for_each(|(_, v)| collect_refs(v, out)),
         _ => {}
     }
+}
+
+/// An identifier without a value identifies nothing: rows that assign its type (`VN`) or system apply even when
+/// the v2 identifier is empty, so the ones left without a value are removed.
+fn drop_identifiers_without_value(n: &mut Node) {
+    match n {
+        Node::Obj(fields) => {
+            for (k, v) in fields.iter_mut() {
+                if let (true, Node::Arr(items)) = (k.as_ref() == "identifier", &mut *v) {
+                    items.retain(|(_, it)| it.get_str("value").is_some());
+                }
+                drop_identifiers_without_value(v);
+            }
+        }
+        Node::Arr(items) => items
+            .iter_mut()
+            .for_each(|(_, v)| drop_identifiers_without_value(v)),
+        _ => {}
+    }
+}
+
+/// FHIR requires a status on Observation, DiagnosticReport, Encounter and many others; when the message gave
+/// none the guide could map, the status is `unknown` (where the element's required value set has it) and the
+/// report says so, rather than a resource that is not valid FHIR.
+fn required_status(b: &mut Built, notes: &mut Vec<Note>) {
+    const NEEDS_STATUS: [&str; 6] = [
+        "Observation",
+        "DiagnosticReport",
+        "Encounter",
+        "ServiceRequest",
+        "Specimen",
+        "DocumentReference",
+    ];
+    let name = b.ty.name();
+    if !NEEDS_STATUS.contains(&name) {
+        return;
+    }
+    let Node::Obj(fields) = &mut b.node else {
+        return;
+    };
+    if fields
+        .iter()
+        .any(|(k, _)| k.as_ref() == "status" || k.as_ref() == "_status")
+    {
+        return;
+    }
+    if !crate::maps::required_codes(name, "status").is_some_and(|c| c.contains(&"unknown")) {
+        return;
+    }
+    fields.push(("status".into(), Node::Str("unknown".into())));
+    notes.push(Note {
+        severity: Severity::Information,
+        path: name.to_string(),
+        message: format!(
+            "{name} {}: the message gives no status the guide maps; status is unknown",
+            b.id
+        ),
+    });
 }
 
 /// An extension needs its url and a value or nested extensions; the maps build both halves from separate rows,
@@ -1454,16 +1530,32 @@ fn write(
         v => v,
     };
     if e.many {
-        let tag = fnv(&[
-            &tag.to_le_bytes(),
-            last.name.as_bytes(),
-            &last.slot.max(1).to_le_bytes(),
-        ]);
-        if let Some(arr) = node.member(last.name, || Node::Arr(Vec::new()))
-            && let Node::Arr(items) = arr
-            && !items.iter().any(|(t, _)| *t == tag)
-        {
-            items.push((tag, value));
+        // The same tag as a path that goes through this element (`identifier[1]` here and in
+        // `identifier[1].type.coding.code`), so that both rows fill one item.
+        let h = Fnv::new()
+            .part(&tag.to_le_bytes())
+            .part(last.name.as_bytes())
+            .part(&last.slot.max(1).to_le_bytes());
+        let tag = if last.name == "extension" {
+            path.hash(h).0
+        } else {
+            h.end().0
+        };
+        if let Some(Node::Arr(items)) = node.member(last.name, || Node::Arr(Vec::new())) {
+            match items.iter_mut().find(|(t, _)| *t == tag) {
+                None => items.push((tag, value)),
+                // Objects merge; a primitive item keeps the first value written.
+                Some((_, Node::Obj(have))) => {
+                    if let Node::Obj(add) = value {
+                        for (k, v) in add {
+                            if !have.iter().any(|(hk, _)| *hk == k) {
+                                have.push((k, v));
+                            }
+                        }
+                    }
+                }
+                Some(_) => {}
+            }
         }
     } else if let Some(existing) = node.member(last.name, || Node::Obj(Vec::new())) {
         // Objects merge (two rows filling one Reference or Period); a primitive keeps the first value written.

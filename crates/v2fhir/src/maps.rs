@@ -468,7 +468,16 @@ fn compile() -> Maps {
                 elements.len() - 1
             });
             let entry = &mut elements[index];
-            let Some(attr) = parse_attr(attr).filter(|_| !attr.trim().is_empty()) else {
+            // `Quantity.code` in CWE[Quantity]: some maps name their own type first.
+            let target_name = entry.target.map(|t| t.name());
+            let attr = parse_attr(attr).map(|a| match a {
+                Attr::Path(mut steps) if steps.len() > 1 && Some(steps[0].name) == target_name => {
+                    steps.remove(0);
+                    Attr::Path(steps)
+                }
+                other => other,
+            });
+            let Some(attr) = attr.filter(|_| !r[4].trim().is_empty()) else {
                 // Rows without a target (or in a form not read) still list the element: the converter
                 // reports valued elements that no row maps.
                 entry.rows.push(ElementRow {
@@ -647,10 +656,20 @@ fn compile() -> Maps {
         }
     }
     let mut default_maps: HashMap<Box<str>, Vec<DefaultMap>> = HashMap::new();
-    // The ORU^R01 and ADT^A01 maps first: their choices are the guide's most worked-out ones.
+    // A segment takes the choices of the first map (in this order) that maps it, and of that map only: mixing
+    // maps gave an RDE's pharmacy ORC both ORU's DiagnosticReport and VXU's Immunization. ADT^A01 first (the
+    // guide's most worked-out map), then ORM^O01 (an ORC in an unmapped message is an order more often than a
+    // result), then ORU^R01, then the rest by name.
     let mut names: Vec<&Box<str>> = messages.keys().collect();
-    names.sort_by_key(|n| (!matches!(&***n, "ADT_A01" | "ORU_R01"), n.to_string()));
+    let rank = |n: &str| match n {
+        "ADT_A01" => 0,
+        "ORM_O01" => 1,
+        "ORU_R01" => 2,
+        _ => 3,
+    };
+    names.sort_by_key(|n| (rank(n), n.to_string()));
     for name in names {
+        let mut taken: HashMap<Box<str>, Vec<DefaultMap>> = HashMap::new();
         for row in &messages[name].rows {
             let (Some(key), Some(m)) = (&row.key, &row.segment_map) else {
                 continue;
@@ -658,13 +677,17 @@ fn compile() -> Maps {
             if row.cond != Cond::Always || row.narrative_only || !row.creates {
                 continue;
             }
-            let list = default_maps.entry(row.segment.clone()).or_default();
+            if default_maps.contains_key(&row.segment) {
+                continue; // an earlier map already chose for this segment
+            }
+            let list = taken.entry(row.segment.clone()).or_default();
             if list.iter().all(|(_, existing, _)| existing != m)
                 && list.iter().all(|(k, _, _)| k.ty != key.ty)
             {
                 list.push((*key, m.clone(), row.map));
             }
         }
+        default_maps.extend(taken);
     }
     let mut vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped>> = HashMap::new();
     for r in rows(VOCABULARY) {
