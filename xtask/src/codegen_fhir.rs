@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 /// The package the definitions come from: users fetch it with `npm pack hl7.fhir.r4.examples@4.0.1`.
 pub(crate) const PACKAGE_FILE: &str = "hl7.fhir.r4.examples-4.0.1.tgz";
 /// SHA-256 of that tarball; a different file would silently change the generated model.
-pub(crate) const PACKAGE_SHA256: &str = "dce87f1b5b9341867033f7d1f544fa1b5232503f6d62813887ac6b8a8b6cb682";
+pub(crate) const PACKAGE_SHA256: &str =
+    "dce87f1b5b9341867033f7d1f544fa1b5232503f6d62813887ac6b8a8b6cb682";
 
 /// Entry point: `args` are the words after `codegen`.
 pub fn run(args: &[String]) -> Result<()> {

@@ -284,8 +284,11 @@ fn required_codes(root: &Path) -> Result<String> {
     use serde_json::Value;
     use std::collections::{BTreeMap, HashMap};
     use std::io::Read as _;
-    let package = root.join("../shared/data/fhir/packages").join(crate::codegen_fhir::PACKAGE_FILE);
-    let bytes = std::fs::read(&package).with_context(|| format!("reading {}", package.display()))?;
+    let package = root
+        .join("../shared/data/fhir/packages")
+        .join(crate::codegen_fhir::PACKAGE_FILE);
+    let bytes =
+        std::fs::read(&package).with_context(|| format!("reading {}", package.display()))?;
     ensure!(
         sha256_hex(&bytes) == crate::codegen_fhir::PACKAGE_SHA256,
         "{} is not the pinned R4 package",
@@ -331,13 +334,19 @@ fn required_codes(root: &Path) -> Result<String> {
             continue;
         }
         for e in sd["snapshot"]["element"].as_array().into_iter().flatten() {
-            let is_code = e["type"].as_array().is_some_and(|t| t.len() == 1 && t[0]["code"] == "code");
+            let is_code = e["type"]
+                .as_array()
+                .is_some_and(|t| t.len() == 1 && t[0]["code"] == "code");
             if !is_code || e["binding"]["strength"] != "required" {
                 continue;
             }
-            let Some(vs_url) = e["binding"]["valueSet"].as_str() else { continue };
+            let Some(vs_url) = e["binding"]["valueSet"].as_str() else {
+                continue;
+            };
             let vs_url = vs_url.split('|').next().unwrap_or(vs_url);
-            let Some(vs) = value_sets.get(vs_url) else { continue };
+            let Some(vs) = value_sets.get(vs_url) else {
+                continue;
+            };
             let mut codes = Vec::new();
             let mut complete = true;
             for inc in vs["compose"]["include"].as_array().into_iter().flatten() {
