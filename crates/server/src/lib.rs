@@ -7,6 +7,9 @@
 //! Every failure a handler can have is an [`ApiError`]; it becomes a FHIR `OperationOutcome` in exactly one place,
 //! with a 4xx status for a client's mistake and a logged 5xx for ours.
 //!
+//! The message routes hand out patient data: the state's [`Access`] policy says who may use them (loopback
+//! clients only, by default), and every access to them, allowed or refused, goes to the [`AuditLog`].
+//!
 //! ```
 //! # async fn demo() {
 //! let state = server::AppState::new(server::ServerInfo::default());
@@ -15,6 +18,8 @@
 //! # }
 //! ```
 
+mod audit;
+mod auth;
 mod code_check;
 mod error;
 mod fast_lane;
@@ -28,6 +33,8 @@ mod state;
 mod terminology_api;
 mod threads;
 
+pub use audit::AuditLog;
+pub use auth::{Access, AuthConfig, AuthFile, JwtConfig, TokenConfig};
 pub use code_check::TerminologyChecker;
 pub use error::{ApiError, IssueType};
 pub use fast_lane::App;
@@ -44,7 +51,17 @@ use std::net::SocketAddr;
 /// terminology GETs before routing (see `fast_lane`). What [`serve`] serves.
 pub fn app(state: AppState) -> App {
     let state: Shared = std::sync::Arc::new(state);
-    App::new(routes(state.clone()), state)
+    // The lane answers terminology GETs before the router, and so before its credential check: when the other
+    // routes need a credential, it is given no terminology, which sends every request through the router.
+    let lane = if state.access.open_routes() {
+        state.clone()
+    } else {
+        std::sync::Arc::new(AppState {
+            terminology: None,
+            ..(*state).clone()
+        })
+    };
+    App::new(routes(state), lane)
 }
 
 /// Builds the router of the HTTP application for `state`: every route, without the lane in front of it.
@@ -54,8 +71,7 @@ pub fn router(state: AppState) -> Router {
 
 fn routes(state: Shared) -> Router {
     // Handlers share one `Arc` of the state: extracting it clones one reference count, not one per field.
-    Router::new()
-        .route("/healthz", get(healthz))
+    let others = Router::new()
         .route("/metrics", get(metrics::render))
         // Merged with their full paths rather than nested under `/fhir`: a nested router rebuilds every
         // request's URI without the prefix, measurable on the single-code operations.
@@ -65,8 +81,26 @@ fn routes(state: Shared) -> Router {
                 .layer(middleware::from_fn(fhir_format::negotiate)),
         )
         .nest("/v1/snomed", snomed_api::routes())
-        .nest("/messages", messages_api::routes())
-        .nest("/hl7", hl7_api::routes())
+        .nest("/hl7", hl7_api::routes());
+    // Route layers: a path that matches no route is a 404 for everyone, and reveals nothing.
+    let others = if state.access.open_routes() {
+        others
+    } else {
+        others.route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::any_credential,
+        ))
+    };
+    Router::new()
+        .route("/healthz", get(healthz))
+        .merge(others)
+        .nest(
+            "/messages",
+            messages_api::routes().route_layer(middleware::from_fn_with_state(
+                state.clone(),
+                auth::messages,
+            )),
+        )
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

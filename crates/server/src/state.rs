@@ -42,12 +42,18 @@ pub struct AppState {
     /// The interface engine (stored messages, delivery history, replay), when `thoth serve` runs one. Cheap to
     /// clone: it is an `Arc` inside.
     pub engine: Option<interface::Engine>,
+    /// Who may use the message routes (and, when configured so, the others); see [`AppState::with_access`].
+    pub access: Arc<crate::Access>,
+    /// The audit trail of the message routes: `<data>/audit.log` when [`ServerInfo::data_dir`] is set.
+    pub audit: Arc<crate::AuditLog>,
 }
 
 impl AppState {
     /// A state with nothing loaded but the server's own facts.
     pub fn new(info: ServerInfo) -> Self {
         AppState {
+            audit: Arc::new(crate::AuditLog::for_data_dir(info.data_dir.as_deref())),
+            access: Arc::new(crate::Access::default()),
             info: Arc::new(info),
             metrics: Arc::new(Metrics::default()),
             started: Instant::now(),
@@ -60,6 +66,12 @@ impl AppState {
     /// This state with the terminology service `tx`.
     pub fn with_terminology(mut self, tx: Arc<terminology::Terminology>) -> Self {
         self.terminology = Some(tx);
+        self
+    }
+
+    /// This state with the access policy `access` (the default: message routes for loopback peers only).
+    pub fn with_access(mut self, access: crate::Access) -> Self {
+        self.access = Arc::new(access);
         self
     }
 }

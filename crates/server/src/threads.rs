@@ -16,7 +16,7 @@
 use axum::ServiceExt;
 use axum::extract::Request;
 use axum::response::Response;
-use axum::serve::Listener;
+use axum::serve::{Listener, ListenerExt};
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
@@ -161,8 +161,13 @@ where
             .spawn(move || {
                 let result = runtime.block_on(
                     axum::serve(
-                        Inbox { rx, addr },
-                        ServiceExt::<Request>::into_make_service(app),
+                        // Tapped (doing nothing) because axum gives the peer address as `ConnectInfo` for a
+                        // tapped listener of any kind, and for a plain one only if it is a `TcpListener`; the
+                        // access control of the message routes needs the peer (see `auth`).
+                        Inbox { rx, addr }.tap_io(|_| {}),
+                        ServiceExt::<Request>::into_make_service_with_connect_info::<SocketAddr>(
+                            app,
+                        ),
                     )
                     .with_graceful_shutdown(async move {
                         let _ = stop.wait_for(|stop| *stop).await;

@@ -5,6 +5,7 @@ use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
+mod auth;
 mod hl7_api;
 mod messages_api;
 mod snomed_api;

@@ -40,11 +40,106 @@ pub struct Args {
     /// HTTP threads, each serving its share of the connections (default: one per core the process may use).
     #[arg(long, env = "THOTH_HTTP_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     http_threads: Option<u16>,
+    /// Access control of the HTTP API (TOML, an `[auth]` table: bearer tokens by their SHA-256, OpenID Connect
+    /// JWTs). Without it the message routes answer loopback clients only. See docs/SECURITY.md.
+    #[arg(long, value_name = "FILE", env = "THOTH_AUTH")]
+    auth: Option<std::path::PathBuf>,
+    /// Without --auth, let every client that reaches the HTTP port read and replay the stored messages, with no
+    /// credential. For a network that is itself access-controlled; said in the log at every start.
+    #[arg(long, env = "THOTH_INSECURE_OPEN_MESSAGES", conflicts_with = "auth")]
+    insecure_open_messages: bool,
+}
+
+/// How often the OpenID Connect provider's keys are read again (rotated keys are published ahead of use).
+const JWKS_REFRESH: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The access policy the options ask for, and where to read the provider's keys again from, if anywhere.
+fn access(args: &Args) -> anyhow::Result<(server::Access, Option<JwksSource>)> {
+    if args.insecure_open_messages {
+        tracing::warn!(
+            "--insecure-open-messages: every client that reaches {} can read and replay the stored messages",
+            args.http
+        );
+        return Ok((server::Access::insecure_open(), None));
+    }
+    let Some(path) = &args.auth else {
+        if !args.http.ip().is_loopback() {
+            tracing::warn!(
+                addr = %args.http,
+                "no --auth: the message routes answer loopback clients only (403 to the others)"
+            );
+        }
+        return Ok((server::Access::loopback_only(), None));
+    };
+    let file = server::AuthFile::from_file(path).map_err(anyhow::Error::msg)?;
+    let source = file
+        .auth
+        .jwt
+        .as_ref()
+        .and_then(|j| match (&j.jwks_url, &j.jwks_file) {
+            (Some(url), _) => Some(JwksSource::Url(url.clone())),
+            (None, Some(path)) => Some(JwksSource::File(path.clone())),
+            (None, None) => None,
+        });
+    let jwks = match &source {
+        Some(s @ JwksSource::Url(_)) => Some(s.read()?),
+        _ => None,
+    };
+    let access = server::Access::from_config(&file.auth, jwks.as_deref())
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok((access, source))
+}
+
+/// Where the OpenID Connect provider's key set comes from.
+enum JwksSource {
+    File(std::path::PathBuf),
+    Url(String),
+}
+
+impl JwksSource {
+    fn read(&self) -> anyhow::Result<String> {
+        use anyhow::Context;
+        match self {
+            JwksSource::File(path) => {
+                std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+            }
+            JwksSource::Url(url) => reqwest::blocking::Client::builder()
+                .timeout(std::time::Duration::from_secs(30))
+                .user_agent(concat!("thoth/", env!("CARGO_PKG_VERSION")))
+                .build()?
+                .get(url)
+                .send()
+                .and_then(|r| r.error_for_status())
+                .and_then(|r| r.text())
+                .with_context(|| format!("fetching the JWKS {url}")),
+        }
+    }
+
+    /// Reads the keys again every [`JWKS_REFRESH`] on a thread of its own; a failure keeps the keys it had.
+    fn refresh_forever(self, access: std::sync::Arc<server::Access>) {
+        let spawned = std::thread::Builder::new()
+            .name("jwks-refresh".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(JWKS_REFRESH);
+                    match self.read().map(|text| access.replace_jwks(&text)) {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::warn!("JWKS not replaced: {e}"),
+                        Err(e) => tracing::warn!("JWKS not replaced: {e:#}"),
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("the JWKS will not be refreshed: {e}");
+        }
+    }
 }
 
 pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     let data_dir = global.data_dir()?;
     tracing::info!(data = %data_dir.display(), "starting Thoth {}", env!("CARGO_PKG_VERSION"));
+    // Before the long load: a mistake in the auth file is found at once.
+    let (access, jwks_source) = access(&args)?;
     if args.offline {
         tracing::info!("offline: not fetching missing open content");
     } else {
@@ -58,8 +153,18 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
         data_dir: Some(data_dir),
         ..Default::default()
     };
-    let state = server::AppState::new(info).with_terminology(terminology);
+    let state = server::AppState::new(info)
+        .with_terminology(terminology)
+        .with_access(access);
     let state = server::AppState { snomed, ..state };
+    tracing::info!(
+        audit_log = %state.audit.path().map_or_else(|| "-".into(), |p| p.display().to_string()),
+        "access control: {}",
+        state.access.describe()
+    );
+    if let Some(source) = jwks_source {
+        source.refresh_forever(state.access.clone());
+    }
     let engine_config = match &args.config {
         Some(path) => interface::EngineConfig::from_file(path)?,
         None => interface::EngineConfig::default(),
