@@ -15,6 +15,10 @@ pub struct Args {
         global = true
     )]
     server: String,
+    /// A bearer token (or a JWT) for a server started with `--auth` (docs/SECURITY.md); from $THOTH_TOKEN rather
+    /// than the command line, where other users can read it.
+    #[arg(long, env = "THOTH_TOKEN", global = true, hide_env_values = true)]
+    token: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -74,7 +78,17 @@ enum Command {
 
 pub fn run(_global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     let base = args.server.trim_end_matches('/').to_string();
-    let http = reqwest::blocking::Client::new();
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(token) = &args.token {
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.trim()))
+            .context("the token holds characters an HTTP header cannot")?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    let http = reqwest::blocking::Client::builder()
+        .default_headers(headers)
+        .build()
+        .context("building the HTTP client")?;
     match args.command {
         Command::List {
             message_type,

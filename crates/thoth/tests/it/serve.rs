@@ -142,3 +142,52 @@ fn send_list_show_replay_and_bench_end_to_end() {
     // SIGTERM stops both listeners cleanly.
     server.terminate();
 }
+
+#[test]
+fn messages_cli_sends_its_token_to_a_server_started_with_auth() {
+    let data = tempfile::tempdir().unwrap();
+    let auth = data.path().join("auth.toml");
+    // The SHA-256 of "test": the file holds no secret.
+    std::fs::write(
+        &auth,
+        "[auth]\n[[auth.tokens]]\nname = \"cli\"\nsha256 = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"\nscopes = [\"messages:read\"]\n",
+    )
+    .unwrap();
+    let (http, mllp) = (free_port(), free_port());
+    let log = std::fs::File::create(data.path().join("serve.log")).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_thoth"))
+        .arg("--data")
+        .arg(data.path())
+        .args(["serve", "--http", &format!("127.0.0.1:{http}")])
+        .args(["--mllp", &format!("127.0.0.1:{mllp}")])
+        .arg("--auth")
+        .arg(&auth)
+        .env("RUST_LOG", "warn")
+        .env("THOTH_OFFLINE", "true")
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let server = Server::adopt(child, data.path(), http, mllp);
+    let url = server.url("");
+    let run = |token: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_thoth"));
+        cmd.args(["messages", "--server", &url, "list"])
+            .env_remove("THOTH_TOKEN");
+        if let Some(t) = token {
+            cmd.env("THOTH_TOKEN", t);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, stderr) = run(None);
+    assert!(!ok && stderr.contains("401"), "without a token: {stderr}");
+    let (ok, stderr) = run(Some("wrong"));
+    assert!(!ok && stderr.contains("401"), "a wrong token: {stderr}");
+    let (ok, stderr) = run(Some("test"));
+    assert!(ok, "the configured token: {stderr}");
+    drop(server);
+}
