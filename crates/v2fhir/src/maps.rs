@@ -477,7 +477,13 @@ fn compile() -> Maps {
                 }
                 other => other,
             });
-            let Some(attr) = attr.filter(|_| !r[4].trim().is_empty()) else {
+            // An assignment the converter cannot read (`/to be determined by the implementer/` for MSH-10's
+            // identifier system) leaves the row to the implementer: without this, the element's own value would be
+            // written where the guide meant a constant.
+            let unreadable_assignment =
+                !assign.trim().is_empty() && parse_assignment(assign).is_none();
+            let Some(attr) = attr.filter(|_| !r[4].trim().is_empty() && !unreadable_assignment)
+            else {
                 // Rows without a target (or in a form not read) still list the element: the converter
                 // reports valued elements that no row maps.
                 entry.rows.push(ElementRow {

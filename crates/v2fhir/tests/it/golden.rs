@@ -98,6 +98,14 @@ fn two_orders_make_two_reports_and_unmapped_fields_are_reported() {
     assert_eq!(resources(&b, "Observation").len(), 3);
     // The Z-segment has no map: reported with its path, not silently dropped.
     assert!(out.notes.iter().any(|n| n.path == "ZZZ"), "{:?}", out.notes);
+    // A well-formed message gives no warning: MSH-10's identifier system is left to the implementer by the guide
+    // (`/to be determined by the implementer/`), not filled with the control id.
+    let warnings: Vec<_> = out
+        .notes
+        .iter()
+        .filter(|n| n.severity == v2fhir::Severity::Warning)
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:?}");
 }
 
 /// A terminology that knows LOINC's 2093-3 only (the converter's caller implements the checker over its own).
