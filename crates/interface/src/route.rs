@@ -130,17 +130,7 @@ impl Target {
                     .send()
                     .await
                     .map_err(|e| format!("POST {url}: {e}"))?;
-                let status = response.status();
-                if status.is_success() {
-                    Ok(format!("HTTP {}", status.as_u16()))
-                } else {
-                    let body = body_prefix(response, ERROR_BODY_PREFIX).await;
-                    Err(format!(
-                        "HTTP {}: {}",
-                        status.as_u16(),
-                        truncate(&body, 200)
-                    ))
-                }
+                http_outcome(response).await
             }
             Target::Dir { path, fhir } => {
                 let fhir = *fhir;
@@ -182,17 +172,7 @@ impl Target {
                     .send()
                     .await
                     .map_err(|e| format!("POST {url}: {e}"))?;
-                let status = response.status();
-                if status.is_success() {
-                    Ok(format!("HTTP {}", status.as_u16()))
-                } else {
-                    let body = body_prefix(response, ERROR_BODY_PREFIX).await;
-                    Err(format!(
-                        "HTTP {}: {}",
-                        status.as_u16(),
-                        truncate(&body, 200)
-                    ))
-                }
+                http_outcome(response).await
             }
         }
     }
@@ -234,6 +214,21 @@ async fn deliver_mllp(
             Err(format!("{code} {text}").trim().to_string())
         }
         None => Err(format!("answer is not an ACK (MSA-1 {code:?})")),
+    }
+}
+
+/// A 2xx answer is a delivery (`HTTP 200`); anything else fails with the status and the start of the body.
+async fn http_outcome(response: reqwest::Response) -> Result<String, String> {
+    let status = response.status();
+    if status.is_success() {
+        Ok(format!("HTTP {}", status.as_u16()))
+    } else {
+        let body = body_prefix(response, ERROR_BODY_PREFIX).await;
+        Err(format!(
+            "HTTP {}: {}",
+            status.as_u16(),
+            truncate(&body, 200)
+        ))
     }
 }
 

@@ -104,7 +104,7 @@ pub(crate) fn record(state: &AppState, event: &Event) {
         return;
     };
     let mut line = json!({
-        "time": iso_time(now_ms),
+        "time": crate::messages_api::iso_time(now_ms),
         "peer": peer,
         "subject": event.subject,
         "auth": event.auth,
@@ -123,36 +123,13 @@ pub(crate) fn record(state: &AppState, event: &Event) {
     }
 }
 
-/// `2024-03-15T14:30:00.123Z` (as `messages_api` prints times; Howard Hinnant's civil-from-days).
-fn iso_time(ms: u64) -> String {
-    let secs = (ms / 1000) as i64;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
     fn times_are_iso_utc() {
-        assert_eq!(super::iso_time(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(crate::messages_api::iso_time(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(
-            super::iso_time(1_710_513_000_123),
+            crate::messages_api::iso_time(1_710_513_000_123),
             "2024-03-15T14:30:00.123Z"
         );
     }

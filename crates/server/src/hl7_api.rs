@@ -60,16 +60,13 @@ pub(crate) fn bundle_type(query: &[(String, String)]) -> Result<v2fhir::BundleTy
     Ok(bundle)
 }
 
-/// `POST /hl7/to-fhir`: the Bundle(s) the message(s) in the body become.
-async fn to_fhir(
-    axum::extract::State(state): axum::extract::State<Shared>,
-    Query(query): Query<Vec<(String, String)>>,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    let body = body.map_err(|r| {
+/// The request body, or the 413/400 OperationOutcome a client's oversized or broken body deserves; `hint` ends
+/// the 413's text.
+fn read_body(body: Result<Bytes, BytesRejection>, hint: &str) -> Result<Bytes, ApiError> {
+    body.map_err(|r| {
         if r.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::PayloadTooLarge(format!(
-                "the body exceeds {} bytes",
+                "the body exceeds {} bytes{hint}",
                 crate::fhir_format::MAX_REQUEST_BYTES
             ))
         } else {
@@ -78,7 +75,16 @@ async fn to_fhir(
                 r.body_text()
             ))
         }
-    })?;
+    })
+}
+
+/// `POST /hl7/to-fhir`: the Bundle(s) the message(s) in the body become.
+async fn to_fhir(
+    axum::extract::State(state): axum::extract::State<Shared>,
+    Query(query): Query<Vec<(String, String)>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = read_body(body, "")?;
     let bundle = bundle_type(&query)?;
     // Codes are checked by the server's own terminology when it has one (`check=false` turns it off).
     let check = !query.iter().any(|(k, v)| k == "check" && v == "false");
@@ -192,19 +198,7 @@ async fn validate(
     Query(query): Query<Vec<(String, String)>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let body = body.map_err(|r| {
-        if r.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::PayloadTooLarge(format!(
-                "the body exceeds {} bytes; split the batch",
-                crate::fhir_format::MAX_REQUEST_BYTES
-            ))
-        } else {
-            ApiError::BadRequest(format!(
-                "the request body could not be read: {}",
-                r.body_text()
-            ))
-        }
-    })?;
+    let body = read_body(body, "; split the batch")?;
     let mut version = None;
     let mut profile = Profile::lenient();
     for (k, v) in &query {

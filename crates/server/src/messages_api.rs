@@ -310,8 +310,8 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// `2024-03-15T14:30:00.123Z`.
-fn iso_time(ms: u64) -> String {
+/// `2024-03-15T14:30:00.123Z` (also the audit trail's times).
+pub(crate) fn iso_time(ms: u64) -> String {
     let secs = (ms / 1000) as i64;
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
