@@ -22,12 +22,16 @@ pub fn translate(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
         system = c["system"].as_str().map(str::to_string);
     }
     let reverse_code = params.str("targetCode");
+    // R5 spells it `targetSystem`; R4 `targetsystem`. In R4, `target` is the value set in which a translation
+    // is sought (not a code system), and `reverse=true` asks for the sources of `code`.
     let target_system = params
         .str("targetSystem")
-        .or_else(|| params.str("target"))
+        .or_else(|| params.str("targetsystem"))
         .filter(|_| reverse_code.is_none());
-    let reverse = reverse_code.is_some() && code.is_none();
-    let (code, system) = if reverse {
+    let target_value_set = params.str("target");
+    let r4_reverse = params.bool("reverse") == Some(true);
+    let reverse = (reverse_code.is_some() && code.is_none()) || r4_reverse;
+    let (code, system) = if reverse && !r4_reverse {
         (reverse_code, params.str("targetSystem"))
     } else {
         (code, system)
@@ -82,6 +86,11 @@ pub fn translate(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     };
     let mut matches = Vec::new();
     for map in &maps {
+        if let Some(vs) = target_value_set.as_deref()
+            && target_scope(map).is_some_and(|scope| Some(scope) != vs.split('|').next())
+        {
+            continue;
+        }
         let origin = match map["version"].as_str() {
             Some(v) => format!("{}|{v}", map["url"].as_str().unwrap_or("")),
             None => map["url"].as_str().unwrap_or("").to_string(),
@@ -152,6 +161,20 @@ pub fn translate(ctx: &Ctx<'_>, params: &Params) -> Result<Value, TxError> {
     }
     out.extend(matches);
     Ok(json!({"resourceType": "Parameters", "parameter": out}))
+}
+
+/// The value set a map translates into (R4 `targetUri`/`targetCanonical`, R5 `targetScope*`), without a
+/// version, if the map declares one.
+fn target_scope(map: &Value) -> Option<&str> {
+    [
+        "targetUri",
+        "targetCanonical",
+        "targetScopeUri",
+        "targetScopeCanonical",
+    ]
+    .iter()
+    .find_map(|k| map[*k].as_str())
+    .map(|u| u.split('|').next().unwrap_or(u))
 }
 
 /// R5 relationship codes in R4's equivalence vocabulary.

@@ -11,6 +11,7 @@ mod operations;
 mod packages;
 mod sct;
 mod supplements;
+mod translate;
 mod ucum;
 mod value_set_rules;
 mod versions;
