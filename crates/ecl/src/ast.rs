@@ -460,3 +460,54 @@ pub enum HistoryProfile {
     /// Every historical association.
     Max,
 }
+
+impl Expression {
+    /// The concept ids the expression names as a focus, an attribute name or an attribute value, at any depth
+    /// (not those inside `{{ }}` filters). An API that refuses malformed identifiers checks these, so that an
+    /// expression answers the same as the concept route for an id with a wrong check digit.
+    pub fn concept_ids(&self) -> Vec<SctId> {
+        let mut out = Vec::new();
+        collect_expression(self, &mut out);
+        out
+    }
+}
+
+fn collect_expression(e: &Expression, out: &mut Vec<SctId>) {
+    match e {
+        Expression::Sub(s) => collect_sub(s, out),
+        Expression::Refined(s, r) => {
+            collect_sub(s, out);
+            collect_refinement(r, out);
+        }
+        Expression::And(v) | Expression::Or(v) => v.iter().for_each(|s| collect_sub(s, out)),
+        Expression::Minus(a, b) => {
+            collect_sub(a, out);
+            collect_sub(b, out);
+        }
+        Expression::Dotted(s, v) => {
+            collect_sub(s, out);
+            v.iter().for_each(|s| collect_sub(s, out));
+        }
+    }
+}
+
+fn collect_sub(s: &SubExpression, out: &mut Vec<SctId>) {
+    match &s.focus {
+        Focus::Concept(c) => out.push(c.id),
+        Focus::Nested(e) => collect_expression(e, out),
+        Focus::Wildcard | Focus::AltId(_) => {}
+    }
+}
+
+fn collect_refinement(r: &Refinement, out: &mut Vec<SctId>) {
+    match r {
+        Refinement::Attribute(a) => {
+            collect_sub(&a.name, out);
+            if let AttributeValue::Expression(_, v) = &a.value {
+                collect_sub(v, out);
+            }
+        }
+        Refinement::Group(g) => collect_refinement(&g.body, out),
+        Refinement::And(v) | Refinement::Or(v) => v.iter().for_each(|r| collect_refinement(r, out)),
+    }
+}

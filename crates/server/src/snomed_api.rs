@@ -607,6 +607,13 @@ fn evaluate_ecl(
         history: historic,
         ..Options::default()
     };
+    // One rule for malformed ids on this API: the concept routes refuse an id with a wrong check digit or
+    // partition, so an expression naming one is refused too, rather than matching nothing.
+    if let Ok(expression) = ::ecl::parse(ecl) {
+        for id in expression.concept_ids() {
+            SctId::new(id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+        }
+    }
     evaluate_str_with(store, ecl, &options).map_err(|e| match e {
         EclError::TooLarge { .. } | EclError::Timeout(_) => {
             ApiError::TooCostly(e.to_string()).into()

@@ -152,6 +152,19 @@ async fn concept_route() {
     let (status, body) = get("/v1/snomed/concepts/404684004").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_error(&body, "check digit");
+    // One rule for malformed ids: an expression naming the same id is refused the same way (it used to match
+    // nothing and answer 200 []), wherever the id sits in the expression.
+    for uri in [
+        "/v1/snomed/expand?ecl=%3C%3C%20404684004",
+        "/v1/snomed/expand?ecl=%3C%2064572001%20%3A%20404684004%20%3D%20%2A",
+        "/v1/snomed/search?s=renal&constraint=%3C%3C%20404684004",
+    ] {
+        let (status, body) = get(uri).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}");
+        assert_error(&body, "check digit");
+    }
+    let (status, _) = get("/v1/snomed/expand?ecl=%3C%3C%20404684003").await;
+    assert_eq!(status, StatusCode::OK);
 }
 
 #[tokio::test]
