@@ -24,6 +24,7 @@ mod model;
 mod ndjson;
 mod options;
 mod path;
+mod primitives;
 mod protobuf;
 mod resource;
 mod schema;
@@ -33,6 +34,7 @@ mod xml;
 pub use error::{Error, Format, Location};
 pub use ndjson::{NdjsonReader, NdjsonWriter};
 pub use options::{MAX_DEPTH, ReadOptions};
+pub use primitives::PrimitiveIssue;
 pub use resource::Resource;
 pub use shape::{ElementShape, JsonKind, TypeShape};
 

@@ -147,6 +147,16 @@ impl Resource {
         }
     }
 
+    /// The primitive values whose text their FHIR type does not allow (`"birthDate": "notadate"`, a day that
+    /// does not exist, an `id` with a space), with their paths; empty for a resource whose values are all valid.
+    /// Reading does not check them, so that a resource converts losslessly; ask when validity matters.
+    pub fn invalid_primitives(&self) -> Vec<crate::PrimitiveIssue> {
+        let mut out = Vec::new();
+        let mut path = self.resource_type().to_string();
+        crate::primitives::check(&self.tree, self.node, &mut path, &mut out);
+        out
+    }
+
     /// For a Bundle: its entries' resources, in order (empty for other resource types). They share the
     /// Bundle's tree: nothing is copied.
     pub fn bundle_entries(&self) -> Vec<Resource> {

@@ -6,4 +6,5 @@ mod common;
 mod edge_cases;
 mod ndjson;
 mod package;
+mod primitives;
 mod synthea;

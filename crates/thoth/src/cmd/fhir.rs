@@ -37,6 +37,10 @@ enum Command {
         /// Keep unknown JSON properties instead of rejecting them (they can only be written as JSON).
         #[arg(long)]
         lenient: bool,
+        /// What to do with primitive values their FHIR type does not allow (`"birthDate": "notadate"`): refuse
+        /// the input, warn on stderr and convert, or convert without looking.
+        #[arg(long, value_enum, default_value_t = Values::Refuse)]
+        invalid_values: Values,
     },
     /// Print the size of a resource in each encoding, plain and gzipped.
     Sizes {
@@ -45,6 +49,45 @@ enum Command {
     },
     /// Print the Protocol Buffers schema of the binary encoding.
     ProtoSchema,
+}
+
+/// `--invalid-values`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Values {
+    Refuse,
+    Warn,
+    Keep,
+}
+
+/// Applies `--invalid-values` to one resource read from `source`.
+fn check_values(r: &Resource, values: Values, source: &str) -> anyhow::Result<()> {
+    if values == Values::Keep {
+        return Ok(());
+    }
+    let issues = r.invalid_primitives();
+    if issues.is_empty() {
+        return Ok(());
+    }
+    let listed: Vec<String> = issues.iter().take(20).map(|i| format!("  {i}")).collect();
+    let more = issues.len().saturating_sub(listed.len());
+    let more = if more > 0 {
+        format!("\n  ... and {more} more")
+    } else {
+        String::new()
+    };
+    if values == Values::Refuse {
+        bail!(
+            "{source}: {} invalid value(s) (--invalid-values warn converts anyway):\n{}{more}",
+            issues.len(),
+            listed.join("\n")
+        );
+    }
+    eprintln!(
+        "{source}: warning: {} invalid value(s):\n{}{more}",
+        issues.len(),
+        listed.join("\n")
+    );
+    Ok(())
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +108,7 @@ pub fn run(_global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
             from,
             pretty,
             lenient,
+            invalid_values,
         } => {
             let opts = if lenient {
                 ReadOptions::lenient()
@@ -75,11 +119,12 @@ pub fn run(_global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
             let ndjson_in = from == Some(Target::Ndjson)
                 || (from.is_none() && input.extension().is_some_and(|e| e == "ndjson"));
             if ndjson_in {
-                return convert_ndjson(&input, to, opts, &mut out);
+                return convert_ndjson(&input, to, opts, invalid_values, &mut out);
             }
             let bytes = read_input(&input)?;
             let r = parse(&bytes, from, &opts)
                 .with_context(|| format!("reading {}", input.display()))?;
+            check_values(&r, invalid_values, &input.display().to_string())?;
             match to {
                 Target::Ndjson => {
                     let mut w = NdjsonWriter::new(&mut out);
@@ -160,6 +205,7 @@ fn convert_ndjson(
     input: &Path,
     to: Target,
     opts: ReadOptions,
+    values: Values,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     if !matches!(to, Target::Ndjson | Target::Json) {
@@ -175,8 +221,14 @@ fn convert_ndjson(
         ))
     };
     let mut w = NdjsonWriter::new(out);
-    for r in NdjsonReader::new(reader, opts) {
-        w.write(&r.with_context(|| format!("reading {}", input.display()))?)?;
+    for (line, r) in NdjsonReader::new(reader, opts).enumerate() {
+        let r = r.with_context(|| format!("reading {}", input.display()))?;
+        check_values(
+            &r,
+            values,
+            &format!("{} line {}", input.display(), line + 1),
+        )?;
+        w.write(&r)?;
     }
     w.finish()?.flush()?;
     Ok(())
