@@ -12,8 +12,6 @@ use axum::response::{IntoResponse, Response};
 
 const FHIR_JSON: &str = "application/fhir+json";
 const FHIR_XML: &str = "application/fhir+xml";
-/// Largest request body converted from XML (a POSTed Parameters with `tx-resource`s can be several MB).
-pub(crate) const MAX_REQUEST_BYTES: usize = 64 << 20;
 /// Largest answer converted to XML; expansions are bounded by the service's expansion limit well below this.
 const MAX_RESPONSE_BYTES: usize = 512 << 20;
 
@@ -94,7 +92,7 @@ pub(crate) async fn negotiate(req: Request, next: Next) -> Response {
 
 async fn xml_body_to_json(req: Request) -> Result<Request, ApiError> {
     let (mut parts, body) = req.into_parts();
-    let bytes = to_bytes(body, MAX_REQUEST_BYTES)
+    let bytes = to_bytes(body, crate::outcome::MAX_FHIR_BODY_BYTES)
         .await
         .map_err(|e| ApiError::BadRequest(format!("the request body could not be read: {e}")))?;
     let resource = fhir::Resource::from_xml(&bytes)

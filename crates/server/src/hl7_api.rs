@@ -26,15 +26,14 @@ pub(crate) fn routes() -> Router<Shared> {
             "/validate",
             // A batch file of a day's messages is bigger than axum's 2 MB default; the same bound as the largest
             // FHIR request body the server reads.
-            post(validate).layer(DefaultBodyLimit::max(crate::fhir_format::MAX_REQUEST_BYTES)),
+            post(validate).layer(DefaultBodyLimit::max(crate::outcome::MAX_HL7_BODY_BYTES)),
         )
         .merge(
             // The Bundle is negotiated to XML as on /fhir.
             Router::new()
                 .route(
                     "/to-fhir",
-                    post(to_fhir)
-                        .layer(DefaultBodyLimit::max(crate::fhir_format::MAX_REQUEST_BYTES)),
+                    post(to_fhir).layer(DefaultBodyLimit::max(crate::outcome::MAX_HL7_BODY_BYTES)),
                 )
                 .layer(axum::middleware::from_fn(crate::fhir_format::negotiate)),
         )
@@ -67,7 +66,7 @@ fn read_body(body: Result<Bytes, BytesRejection>, hint: &str) -> Result<Bytes, A
         if r.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::PayloadTooLarge(format!(
                 "the body exceeds {} bytes{hint}",
-                crate::fhir_format::MAX_REQUEST_BYTES
+                crate::outcome::MAX_HL7_BODY_BYTES
             ))
         } else {
             ApiError::BadRequest(format!(

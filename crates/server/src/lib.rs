@@ -28,10 +28,12 @@ mod fhir_meta;
 mod hl7_api;
 mod messages_api;
 mod metrics;
+mod outcome;
 mod snomed_api;
 mod state;
 mod terminology_api;
 mod threads;
+mod tls;
 
 pub use audit::AuditLog;
 pub use auth::{Access, AuthConfig, AuthFile, JwtConfig, TokenConfig};
@@ -40,8 +42,13 @@ pub use error::{ApiError, IssueType};
 pub use fast_lane::App;
 pub use hl7_api::{validation_json, validation_parse_options};
 pub use metrics::Metrics;
+pub use outcome::{
+    MAX_FHIR_BODY_BYTES, MAX_HEADER_BYTES, MAX_HL7_BODY_BYTES, MAX_URI_BYTES, body_limit,
+};
 use state::Shared;
 pub use state::{AppState, ServerInfo};
+pub use threads::ConnectionLimits;
+pub use tls::{HttpTls, RELOAD_CHECK};
 
 use axum::{Router, middleware, routing::get};
 use std::future::Future;
@@ -78,7 +85,11 @@ fn routes(state: Shared) -> Router {
         .merge(
             fhir_meta::routes()
                 .merge(terminology_api::routes())
-                .layer(middleware::from_fn(fhir_format::negotiate)),
+                .layer(middleware::from_fn(fhir_format::negotiate))
+                // JSON and XML bodies alike (the XML one is converted under the same bound).
+                .layer(axum::extract::DefaultBodyLimit::max(
+                    outcome::MAX_FHIR_BODY_BYTES,
+                )),
         )
         .nest("/v1/snomed", snomed_api::routes())
         .nest("/hl7", hl7_api::routes());
@@ -102,6 +113,8 @@ fn routes(state: Shared) -> Router {
             )),
         )
         .fallback(not_found)
+        // Inside the metrics layer, so that the requests it refuses are counted.
+        .layer(middleware::from_fn(outcome::every_error_is_an_outcome))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             metrics::track,
@@ -127,9 +140,46 @@ pub async fn serve_with_threads(
     threads: usize,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let options = HttpOptions {
+        threads: Some(threads),
+        ..HttpOptions::default()
+    };
+    serve_with_options(addr, state, options, shutdown).await
+}
+
+/// How the HTTP listener runs: threads, HTTPS, connection limits.
+#[derive(Debug, Clone, Default)]
+pub struct HttpOptions {
+    /// HTTP threads (default: one per core the process may use).
+    pub threads: Option<usize>,
+    /// HTTPS with this certificate (reloaded when its files change); plain HTTP when `None`.
+    pub tls: Option<HttpTls>,
+    /// Time bounds of each connection.
+    pub limits: ConnectionLimits,
+}
+
+/// [`serve`] with [`HttpOptions`]. A certificate that cannot be read is an error before anything listens.
+pub async fn serve_with_options(
+    addr: SocketAddr,
+    state: AppState,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let tls = match &options.tls {
+        None => None,
+        Some(files) => Some(files.server_config().map_err(std::io::Error::other)?),
+    };
+    let threads = options
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!(addr = %listener.local_addr()?, threads, "HTTP listening");
-    threads::serve(listener, app(state), threads, shutdown).await
+    tracing::info!(addr = %listener.local_addr()?, threads, https = tls.is_some(), "HTTP listening");
+    let serve_options = threads::ServeOptions {
+        limits: options.limits,
+        tls,
+        ..threads::ServeOptions::default()
+    };
+    threads::serve_with(listener, app(state), threads, serve_options, shutdown).await
 }
 
 async fn healthz() -> &'static str {

@@ -11,28 +11,60 @@
 //!
 //! Open connections are capped ([`MAX_CONNECTIONS`]): past the cap a new connection is closed as soon as it is
 //! accepted, so that a client opening sockets without end runs the server out of neither file descriptors nor
-//! memory, and the connections already open keep being served.
+//! memory, and the connections already open keep being served. Each connection is bounded in time too
+//! ([`ConnectionLimits`]): its request headers must arrive within a deadline however slowly they drip, a TLS
+//! handshake likewise, and a connection on which nothing moves for a while is closed, so that idle or
+//! trickling clients cannot hold the places of the others.
+//!
+//! Each thread serves its connections with hyper directly (rather than through `axum::serve`, which sets no
+//! timer and so no header deadline): HTTP/1.1 and HTTP/2, with TLS when the server is given a certificate.
 
-use axum::ServiceExt;
-use axum::extract::Request;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request};
 use axum::response::Response;
-use axum::serve::{Listener, ListenerExt};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
+use tower::ServiceExt;
 
 /// How many HTTP connections may be open at once (well under the usual 1,048,576-descriptor limit, and each
 /// connection holds buffers).
 pub(crate) const MAX_CONNECTIONS: usize = 10_000;
+
+/// Time bounds of one HTTP connection.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// A request's header block must be complete this long after the connection opened or, on a kept-alive
+    /// connection, after the previous answer (a client sending a byte a second is closed, not waited for).
+    pub header_timeout: Duration,
+    /// A connection on which no byte moves either way, and no request is being answered, for this long is closed.
+    pub idle_timeout: Duration,
+    /// A TLS handshake must be done within this long.
+    pub handshake_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            handshake_timeout: Duration::from_secs(10),
+        }
+    }
+}
 
 /// An accepted connection on its way to its thread.
 type Handoff = (std::net::TcpStream, SocketAddr, Slot);
@@ -46,10 +78,48 @@ impl Drop for Slot {
     }
 }
 
-/// A connection that holds its [`Slot`] for as long as it lives.
+/// A connection that holds its [`Slot`] for as long as it lives, and notes when a byte last moved on it.
 pub(crate) struct Counted {
     tcp: TcpStream,
     _slot: Slot,
+    activity: Arc<Activity>,
+}
+
+/// When a byte last moved on a connection, and how many of its requests are being answered.
+struct Activity {
+    started: Instant,
+    /// Milliseconds since `started`.
+    last: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+impl Activity {
+    fn touch(&self) {
+        let now = self.started.elapsed().as_millis() as u64;
+        self.last.store(now, Ordering::Relaxed);
+    }
+
+    fn idle_for(&self) -> Duration {
+        let now = self.started.elapsed().as_millis() as u64;
+        Duration::from_millis(now.saturating_sub(self.last.load(Ordering::Relaxed)))
+    }
+}
+
+/// A request being answered: counted from the call until its answer's head is ready.
+struct InFlight(Arc<Activity>);
+
+impl InFlight {
+    fn new(activity: &Arc<Activity>) -> InFlight {
+        activity.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(activity.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.touch();
+    }
 }
 
 impl AsyncRead for Counted {
@@ -58,7 +128,12 @@ impl AsyncRead for Counted {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.tcp).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.tcp).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.touch();
+        }
+        polled
     }
 }
 
@@ -68,7 +143,11 @@ impl AsyncWrite for Counted {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.tcp).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.tcp).poll_write(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        polled
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.tcp).poll_flush(cx)
@@ -81,44 +160,235 @@ impl AsyncWrite for Counted {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        polled
     }
     fn is_write_vectored(&self) -> bool {
         self.tcp.is_write_vectored()
     }
 }
 
-/// The connections of one thread: what `axum::serve` accepts from there.
-struct Inbox {
-    rx: mpsc::UnboundedReceiver<Handoff>,
-    addr: SocketAddr,
+/// A connection's byte stream: plain, or TLS over it.
+enum Stream {
+    Plain(Counted),
+    Tls(Box<tokio_rustls::server::TlsStream<Counted>>),
 }
 
-impl Listener for Inbox {
-    type Io = Counted;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Counted, SocketAddr) {
-        loop {
-            match self.rx.recv().await {
-                // Registers the socket with this thread's runtime.
-                Some((tcp, peer, slot)) => match TcpStream::from_std(tcp) {
-                    Ok(tcp) => return (Counted { tcp, _slot: slot }, peer),
-                    Err(e) => tracing::warn!(%peer, "cannot take over a connection: {e}"),
-                },
-                // The accept loop has stopped: shutdown is under way and ends `serve` from the other side.
-                None => std::future::pending::<()>().await,
-            }
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
+}
 
-    fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(self.addr)
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Stream::Plain(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
+        }
+    }
+}
+
+/// How a thread serves its connections.
+#[derive(Clone)]
+pub(crate) struct ServeOptions {
+    pub(crate) max_connections: usize,
+    pub(crate) limits: ConnectionLimits,
+    pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            max_connections: MAX_CONNECTIONS,
+            limits: ConnectionLimits::default(),
+            tls: None,
+        }
+    }
+}
+
+/// One thread's loop: takes the connections dealt to it until `stop`, then lets them finish what they are
+/// answering (each is told to close after its current request) and returns when the last has gone.
+async fn serve_thread<S>(
+    mut rx: mpsc::UnboundedReceiver<Handoff>,
+    app: S,
+    options: ServeOptions,
+    mut stop: watch::Receiver<bool>,
+) where
+    S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+{
+    // Each connection holds a sender; `recv` ends once every one of them has been dropped.
+    let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+    let tls = options.tls.map(tokio_rustls::TlsAcceptor::from);
+    loop {
+        let handoff = tokio::select! {
+            _ = stop.wait_for(|stop| *stop) => break,
+            handoff = rx.recv() => handoff,
+        };
+        let Some((tcp, peer, slot)) = handoff else {
+            // The accept loop has stopped: shutdown is under way.
+            let _ = stop.wait_for(|stop| *stop).await;
+            break;
+        };
+        // Registers the socket with this thread's runtime.
+        let tcp = match TcpStream::from_std(tcp) {
+            Ok(tcp) => tcp,
+            Err(e) => {
+                tracing::warn!(%peer, "cannot take over a connection: {e}");
+                continue;
+            }
+        };
+        let activity = Arc::new(Activity {
+            started: Instant::now(),
+            last: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+        });
+        let io = Counted {
+            tcp,
+            _slot: slot,
+            activity: activity.clone(),
+        };
+        tokio::spawn(connection(
+            io,
+            peer,
+            activity,
+            app.clone(),
+            tls.clone(),
+            options.limits,
+            stop.clone(),
+            alive_tx.clone(),
+        ));
+    }
+    drop(alive_tx);
+    let _ = alive_rx.recv().await;
+}
+
+/// Serves one connection until the client closes it, a limit closes it, or shutdown has let its current
+/// request finish.
+#[allow(clippy::too_many_arguments)]
+async fn connection<S>(
+    io: Counted,
+    peer: SocketAddr,
+    activity: Arc<Activity>,
+    app: S,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    limits: ConnectionLimits,
+    mut stop: watch::Receiver<bool>,
+    _alive: mpsc::Sender<()>,
+) where
+    S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+{
+    let stream = match tls {
+        None => Stream::Plain(io),
+        Some(acceptor) => {
+            match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(io)).await {
+                Ok(Ok(tls)) => Stream::Tls(Box::new(tls)),
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, "TLS handshake failed: {e}");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake not done in time");
+                    return;
+                }
+            }
+        }
+    };
+    // Each request: the body type axum's router takes, the peer's address as axum's `ConnectInfo` (the access
+    // control of the message routes reads it), and counted while it is answered (the idle check spares it).
+    let counted = activity.clone();
+    let service = tower::service_fn(move |req: hyper::Request<Incoming>| {
+        let mut req = req.map(Body::new);
+        req.extensions_mut().insert(ConnectInfo(peer));
+        let in_flight = InFlight::new(&counted);
+        let call = app.clone().oneshot(req);
+        async move {
+            let answer = call.await;
+            drop(in_flight);
+            answer
+        }
+    });
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let conn = builder
+        .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service));
+    tokio::pin!(conn);
+    let mut check =
+        tokio::time::interval((limits.idle_timeout / 4).max(Duration::from_millis(100)));
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    tracing::trace!(%peer, "connection ended: {e}");
+                }
+                return;
+            }
+            _ = stop.wait_for(|stop| *stop), if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            _ = check.tick() => {
+                if activity.in_flight.load(Ordering::Relaxed) == 0 && activity.idle_for() >= limits.idle_timeout {
+                    tracing::debug!(%peer, "idle connection closed");
+                    return;
+                }
+            }
+        }
     }
 }
 
 /// Serves `app` on `listener` with `threads` threads until `shutdown` completes, then lets each thread finish
 /// the requests in flight.
+#[cfg(test)]
 pub(crate) async fn serve<S>(
     listener: TcpListener,
     app: S,
@@ -129,52 +399,39 @@ where
     S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send,
 {
-    serve_capped(listener, app, threads, MAX_CONNECTIONS, shutdown).await
+    serve_with(listener, app, threads, ServeOptions::default(), shutdown).await
 }
 
-/// [`serve`] with at most `max_connections` open connections.
-pub(crate) async fn serve_capped<S>(
+/// [`serve`] with other options (connection cap, time limits, TLS).
+pub(crate) async fn serve_with<S>(
     listener: TcpListener,
     app: S,
     threads: usize,
-    max_connections: usize,
+    options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()>
 where
     S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send,
 {
-    let addr = listener.local_addr()?;
+    let max_connections = options.max_connections;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut inboxes = Vec::new();
     let mut finished = Vec::new();
     for i in 0..threads.max(1) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let (done_tx, done_rx) = oneshot::channel();
+        let (done_tx, done_rx) = oneshot::channel::<()>();
         let app = app.clone();
-        let mut stop = stop_rx.clone();
+        let stop = stop_rx.clone();
+        let options = options.clone();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         std::thread::Builder::new()
             .name(format!("http-{i}"))
             .spawn(move || {
-                let result = runtime.block_on(
-                    axum::serve(
-                        // Tapped (doing nothing) because axum gives the peer address as `ConnectInfo` for a
-                        // tapped listener of any kind, and for a plain one only if it is a `TcpListener`; the
-                        // access control of the message routes needs the peer (see `auth`).
-                        Inbox { rx, addr }.tap_io(|_| {}),
-                        ServiceExt::<Request>::into_make_service_with_connect_info::<SocketAddr>(
-                            app,
-                        ),
-                    )
-                    .with_graceful_shutdown(async move {
-                        let _ = stop.wait_for(|stop| *stop).await;
-                    })
-                    .into_future(),
-                );
-                let _ = done_tx.send(result);
+                runtime.block_on(serve_thread(rx, app, options, stop));
+                let _ = done_tx.send(());
             })?;
         inboxes.push(tx);
         finished.push(done_rx);
@@ -236,9 +493,7 @@ where
     drop(listener);
     let _ = stop_tx.send(true);
     for done in finished {
-        if let Ok(result) = done.await {
-            result?;
-        }
+        let _ = done.await;
     }
     Ok(())
 }
@@ -300,7 +555,11 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let server = tokio::spawn(serve_capped(listener, app, 2, 2, async move {
+        let options = ServeOptions {
+            max_connections: 2,
+            ..ServeOptions::default()
+        };
+        let server = tokio::spawn(serve_with(listener, app, 2, options, async move {
             let _ = stop_rx.await;
         }));
         let mut a = TcpStream::connect(addr).await.unwrap();
@@ -387,5 +646,80 @@ mod tests {
             TcpStream::connect(addr).await.is_err(),
             "the listener is closed"
         );
+    }
+
+    /// Reads until the connection closes (or `within` passes): the bytes read, and whether it closed.
+    async fn read_until_closed(tcp: &mut TcpStream, within: Duration) -> (Vec<u8>, bool) {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 1024];
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, tcp.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return (out, true),
+                Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+                Err(_) => return (out, false),
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slow_headers_and_idle_connections_are_closed_and_others_keep_working() {
+        let app = Router::new().route("/ok", get(|| async { "ok" }));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let options = ServeOptions {
+            limits: ConnectionLimits {
+                header_timeout: Duration::from_millis(800),
+                idle_timeout: Duration::from_millis(1500),
+                handshake_timeout: Duration::from_secs(1),
+            },
+            ..ServeOptions::default()
+        };
+        let server = tokio::spawn(serve_with(listener, app, 1, options, async move {
+            let _ = stop_rx.await;
+        }));
+        // Headers at a byte every 100 ms: not complete after 800 ms, so the connection is closed then, not
+        // held for as long as the client keeps dripping.
+        let slow = TcpStream::connect(addr).await.unwrap();
+        let started = Instant::now();
+        let (mut reader, mut writer) = slow.into_split();
+        let drip = tokio::spawn(async move {
+            // 45 bytes: 4.5 s of dripping, far past the deadline.
+            for b in b"GET /ok HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaa" {
+                if writer.write_all(&[*b]).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        let mut answer = Vec::new();
+        let closed =
+            tokio::time::timeout(Duration::from_secs(4), reader.read_to_end(&mut answer)).await;
+        assert!(
+            closed.is_ok(),
+            "a trickling client is closed, not served for as long as it drips"
+        );
+        assert!(
+            started.elapsed() < Duration::from_millis(3000),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(!String::from_utf8_lossy(&answer).contains("200 OK"));
+        drip.abort();
+        // A kept-alive connection that goes quiet after a request is closed once idle for long enough...
+        let mut idle = TcpStream::connect(addr).await.unwrap();
+        assert_eq!(get_body(&mut idle, "/ok").await, "ok");
+        let (_, closed) = read_until_closed(&mut idle, Duration::from_secs(5)).await;
+        assert!(closed, "an idle connection is closed");
+        // ... while a busy one is served throughout.
+        let mut busy = TcpStream::connect(addr).await.unwrap();
+        for _ in 0..10 {
+            assert_eq!(get_body(&mut busy, "/ok").await, "ok");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        stop_tx.send(()).unwrap();
+        let _ = tokio::time::timeout(Duration::from_secs(10), server).await;
     }
 }

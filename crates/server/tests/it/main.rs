@@ -6,7 +6,9 @@ use http_body_util::BodyExt;
 use tower::ServiceExt;
 
 mod auth;
+mod errors;
 mod hl7_api;
+mod https;
 mod messages_api;
 mod snomed_api;
 mod terminology;
