@@ -24,7 +24,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Start the server (HTTP and, once configured, MLLP).
+    /// Start the server: the HTTP API (FHIR, terminology, messages) and the MLLP listener of the interface engine.
     Serve(cmd::serve::Args),
     /// Import content into the data directory (SNOMED CT, FHIR packages, LOINC, ICD-10-CM).
     #[command(subcommand)]

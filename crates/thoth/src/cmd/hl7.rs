@@ -1,8 +1,8 @@
 //! `thoth hl7`: JSON view, path reads, re-encoding, ACKs, checks and validation over files of HL7 v2 messages,
 //! and the version definitions (`describe`).
 //!
-//! Every subcommand but `describe` takes a FILE (`-` for stdin) holding one message, many messages or a batch
-//! file, and walks it with `hl7v2::split`, one chunk at a time.
+//! Every subcommand but `describe` takes FILEs (`-` for stdin; shell globs work), each holding one message, many
+//! messages or a batch file, and walks each with `hl7v2::split`, one chunk at a time.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -26,8 +26,9 @@ pub struct Args {
 enum Command {
     /// Print the JSON view of each message (shape: see the hl7v2 crate's `to_json`).
     Json {
-        /// File of messages, `-` for stdin.
-        file: PathBuf,
+        /// Files of messages (`-` for stdin).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// One JSON object per line instead of pretty-printed.
         #[arg(long)]
         compact: bool,
@@ -37,21 +38,26 @@ enum Command {
     /// Flat paths name a segment by its occurrence (`PID-5-1`; `OBX(2)-5` is the third OBX: parentheses are
     /// 0-based as in HAPI, `OBX[3]-5` is the same in 1-based brackets; `PID-3(1)-1` is the second repetition of
     /// PID-3). Group paths follow the message structure: `/PATIENT_RESULT/ORDER_OBSERVATION(1)/OBX(2)-5`, or
-    /// `/.OBX-5` for the first OBX wherever it stands. A missing value prints an empty line.
+    /// `/.OBX-5` for the first OBX wherever it stands. A missing value prints an empty line and is reported.
     Get {
-        /// File of messages, `-` for stdin.
-        file: PathBuf,
-        /// One or more paths, e.g. `MSH-10 PID-3[2]-1 /PATIENT_RESULT/PATIENT/PID-5`.
-        #[arg(required = true, num_args = 1..)]
-        paths: Vec<String>,
+        /// Files of messages (`-` for stdin) and one or more paths, in any order: an argument that names a file
+        /// is a file, any other must be a path, e.g. `MSH-10 PID-3[2]-1 /PATIENT_RESULT/PATIENT/PID-5`. With
+        /// several files each line starts with its file's name.
+        #[arg(required = true, value_name = "FILE|PATH")]
+        args: Vec<String>,
         /// Print the raw (escaped) bytes at the path's depth instead of decoded text (`PID-5` → `DOE^JOHN`).
         #[arg(long)]
         raw: bool,
+        /// A path with no value prints an empty line and is not an error (by default it is reported on stderr
+        /// and the exit code is 1).
+        #[arg(long)]
+        missing_ok: bool,
     },
     /// Re-encode to stdout: byte for byte unless edits are given.
     Fmt {
-        /// File of messages, `-` for stdin.
-        file: PathBuf,
+        /// Files of messages (`-` for stdin).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// Set a value in every message before encoding, e.g. `--set PID-5-1=DOE` (repeatable).
         #[arg(long = "set", value_name = "PATH=VALUE")]
         set: Vec<String>,
@@ -61,8 +67,9 @@ enum Command {
     },
     /// Print an acknowledgement for each message.
     Ack {
-        /// File of messages, `-` for stdin.
-        file: PathBuf,
+        /// Files of messages (`-` for stdin).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// AA, AE, AR (original mode) or CA, CE, CR (enhanced). Default: accept (AA or CA by the message's mode),
         /// or reject (AR or CR, with ERR segments) when the message has parse errors.
         #[arg(long)]
@@ -73,16 +80,18 @@ enum Command {
     },
     /// Print diagnostics; exit code 1 if any message has an error.
     Check {
-        /// File of messages, `-` for stdin.
-        file: PathBuf,
+        /// Files of messages (`-` for stdin).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
     /// Validate each message against its version's definitions (structure, required fields, repetitions, data
     /// types, tables, lengths); exit code 1 if any message has an error.
     // `--version` is the HL7 version here, not the program's (which `thoth --version` prints).
     #[command(disable_version_flag = true)]
     Validate {
-        /// File of messages, `-` for stdin.
-        file: PathBuf,
+        /// Files of messages (`-` for stdin).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// Validate against this version whatever MSH-12 says (default: MSH-12, else 2.5.1).
         #[arg(long)]
         version: Option<String>,
@@ -101,8 +110,9 @@ enum Command {
     /// stderr as JSON lines. With `--data DIR` (or THOTH_DATA), codes are checked by the terminology content of
     /// that data directory: displays filled in, codes that are not valid kept as sent and reported.
     ToFhir {
-        /// File of messages, `-` for stdin.
-        file: PathBuf,
+        /// Files of messages (`-` for stdin).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// The kind of Bundle.
         #[arg(long, value_enum, default_value_t = BundleArg::Message)]
         bundle: BundleArg,
@@ -153,35 +163,62 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     let terminal = stdout.is_terminal();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match args.command {
-        Command::Json { file, compact } => {
-            let input = read_input(&file)?;
-            for msg in hl7v2::messages(&input) {
-                let json = hl7v2::to_json(&msg);
-                if compact {
-                    writeln!(out, "{json}")?;
-                } else {
-                    writeln!(out, "{json:#}")?;
-                }
-            }
-        }
-        Command::Get { file, paths, raw } => {
-            let paths = paths
-                .iter()
-                .map(|p| hl7v2::Path::parse(p).with_context(|| format!("path {p:?}")))
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let input = read_input(&file)?;
-            for msg in hl7v2::messages(&input) {
-                for path in &paths {
-                    if raw {
-                        out.write_all(msg.raw(path).unwrap_or_default())?;
-                        out.write_all(b"\n")?;
+        Command::Json { files, compact } => {
+            for file in &files {
+                let input = read_input(file)?;
+                for msg in hl7v2::messages(&input) {
+                    let json = hl7v2::to_json(&msg);
+                    if compact {
+                        writeln!(out, "{json}")?;
                     } else {
-                        writeln!(out, "{}", msg.get(path).unwrap_or_default())?;
+                        writeln!(out, "{json:#}")?;
                     }
                 }
             }
         }
-        Command::Fmt { file, set, remove } => {
+        Command::Get {
+            args,
+            raw,
+            missing_ok,
+        } => {
+            let (files, paths) = files_and_paths(&args)?;
+            let mut missing = 0usize;
+            for file in &files {
+                let input = read_input(file)?;
+                let prefix = if files.len() > 1 {
+                    format!("{}:", file.display())
+                } else {
+                    String::new()
+                };
+                for (n, msg) in hl7v2::messages(&input).enumerate() {
+                    for (text, path) in &paths {
+                        out.write_all(prefix.as_bytes())?;
+                        let found = if raw {
+                            let value = msg.raw(path);
+                            out.write_all(value.unwrap_or_default())?;
+                            value.is_some()
+                        } else {
+                            let value = msg.get(path);
+                            out.write_all(value.as_deref().unwrap_or_default().as_bytes())?;
+                            value.is_some()
+                        };
+                        out.write_all(b"\n")?;
+                        if !found && !missing_ok {
+                            missing += 1;
+                            out.flush()?;
+                            eprintln!("{}: message {}: {text} has no value", file.display(), n + 1);
+                        }
+                    }
+                }
+            }
+            out.flush()?;
+            if missing > 0 {
+                bail!(
+                    "{missing} path(s) had no value (--missing-ok prints an empty line without failing)"
+                );
+            }
+        }
+        Command::Fmt { files, set, remove } => {
             let edits = set
                 .iter()
                 .map(|s| {
@@ -191,73 +228,83 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
                     Ok((hl7v2::Path::parse(p)?, v.to_owned()))
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let input = read_input(&file)?;
-            for chunk in hl7v2::split(&input) {
-                if chunk.kind != ChunkKind::Message || (edits.is_empty() && remove.is_empty()) {
-                    out.write_all(chunk.bytes)?;
-                    continue;
+            for file in &files {
+                let input = read_input(file)?;
+                for chunk in hl7v2::split(&input) {
+                    if chunk.kind != ChunkKind::Message || (edits.is_empty() && remove.is_empty()) {
+                        out.write_all(chunk.bytes)?;
+                        continue;
+                    }
+                    let msg = chunk.parse();
+                    let mut buf = MessageBuf::from(&msg);
+                    for id in &remove {
+                        buf.remove_segments(id);
+                    }
+                    for (path, value) in &edits {
+                        buf.set(path, value).with_context(|| {
+                            format!("message at byte {}: setting {path}", chunk.offset)
+                        })?;
+                    }
+                    out.write_all(&buf.encode())?;
                 }
-                let msg = chunk.parse();
-                let mut buf = MessageBuf::from(&msg);
-                for id in &remove {
-                    buf.remove_segments(id);
-                }
-                for (path, value) in &edits {
-                    buf.set(path, value).with_context(|| {
-                        format!("message at byte {}: setting {path}", chunk.offset)
-                    })?;
-                }
-                out.write_all(&buf.encode())?;
             }
         }
-        Command::Ack { file, code, text } => {
+        Command::Ack { files, code, text } => {
             let code = code
                 .map(|c| {
                     AckCode::parse(&c)
                         .with_context(|| format!("unknown acknowledgement code {c:?}"))
                 })
                 .transpose()?;
-            let input = read_input(&file)?;
-            for msg in hl7v2::messages(&input) {
-                let code = code.unwrap_or_else(|| default_code(&msg));
-                if !msg.ack_required(code) {
-                    eprintln!(
-                        "message {}: MSH-15/MSH-16 ask for no {code} acknowledgement; none printed",
-                        msg.get("MSH-10").unwrap_or_default()
-                    );
-                    continue;
-                }
-                let mut ack = msg.ack(code);
-                if let Some(t) = &text {
-                    ack = ack.text(t.clone());
-                }
-                if !code.is_success() {
-                    ack = ack.errors_from_diagnostics();
-                }
-                let mut bytes = ack.build();
-                if terminal {
-                    // CR alone would make each segment overwrite the previous one on screen.
-                    for b in &mut bytes {
-                        if *b == b'\r' {
-                            *b = b'\n';
+            for file in &files {
+                let input = read_input(file)?;
+                for msg in hl7v2::messages(&input) {
+                    let code = code.unwrap_or_else(|| default_code(&msg));
+                    if !msg.ack_required(code) {
+                        eprintln!(
+                            "message {}: MSH-15/MSH-16 ask for no {code} acknowledgement; none printed",
+                            msg.get("MSH-10").unwrap_or_default()
+                        );
+                        continue;
+                    }
+                    let mut ack = msg.ack(code);
+                    if let Some(t) = &text {
+                        ack = ack.text(t.clone());
+                    }
+                    if !code.is_success() {
+                        ack = ack.errors_from_diagnostics();
+                    }
+                    let mut bytes = ack.build();
+                    if terminal {
+                        // CR alone would make each segment overwrite the previous one on screen.
+                        for b in &mut bytes {
+                            if *b == b'\r' {
+                                *b = b'\n';
+                            }
                         }
                     }
+                    out.write_all(&bytes)?;
                 }
-                out.write_all(&bytes)?;
             }
         }
-        Command::Check { file } => {
-            let input = read_input(&file)?;
-            let name = file.display().to_string();
-            let (messages, errors, warnings) = check(&input, &name, &mut out)?;
-            out.flush()?;
-            eprintln!("{name}: {messages} message(s), {errors} error(s), {warnings} warning(s)");
-            if errors > 0 {
+        Command::Check { files } => {
+            let mut failed = false;
+            for file in &files {
+                let input = read_input(file)?;
+                let name = file.display().to_string();
+                let (messages, errors, warnings) = check(&input, &name, &mut out)?;
+                out.flush()?;
+                eprintln!(
+                    "{name}: {messages} message(s), {errors} error(s), {warnings} warning(s)"
+                );
+                failed |= errors > 0;
+            }
+            if failed {
                 std::process::exit(1);
             }
         }
         Command::Validate {
-            file,
+            files,
             version,
             strict,
             rules,
@@ -273,28 +320,31 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
                 let (rule, severity) = parse_rule(r)?;
                 profile = profile.with(rule, severity);
             }
-            let input = read_input(&file)?;
-            let name = file.display().to_string();
-            let summary = validate(&input, version, &profile, format, &mut out)?;
-            out.flush()?;
-            if summary.messages == 0 {
-                bail!("{name}: no HL7 v2 message (no segment starts with MSH)");
+            let mut failed = false;
+            for file in &files {
+                let input = read_input(file)?;
+                let name = file.display().to_string();
+                let summary = validate(&input, version, &profile, format, &mut out)?;
+                out.flush()?;
+                if summary.messages == 0 {
+                    bail!("{name}: no HL7 v2 message (no segment starts with MSH)");
+                }
+                eprintln!(
+                    "{name}: {} message(s), {} invalid, {} error(s), {} warning(s)",
+                    summary.messages, summary.invalid, summary.errors, summary.warnings
+                );
+                failed |= summary.invalid > 0;
             }
-            eprintln!(
-                "{name}: {} message(s), {} invalid, {} error(s), {} warning(s)",
-                summary.messages, summary.invalid, summary.errors, summary.warnings
-            );
-            if summary.invalid > 0 {
+            if failed {
                 std::process::exit(1);
             }
         }
         Command::ToFhir {
-            file,
+            files,
             bundle,
             report,
             format,
         } => {
-            let input = read_input(&file)?;
             let checker = global.given_data_dir().map(|dir| {
                 let snomed = crate::cmd::snomed::open_store(dir);
                 server::TerminologyChecker(crate::cmd::terminology::load_service(
@@ -311,38 +361,41 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
                 },
                 checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
             };
-            let mut count = 0;
-            for msg in hl7v2::messages(&input) {
-                count += 1;
-                let conv = v2fhir::convert(&msg, &options);
-                match format {
-                    FhirFormat::Json => {
-                        out.write_all(&conv.json)?;
-                        out.write_all(b"\n")?;
-                    }
-                    FhirFormat::Xml | FhirFormat::Pb => {
-                        let bundle = fhir::Resource::from_json(&conv.json)
-                            .context("the converted Bundle does not read back as FHIR")?;
-                        if format == FhirFormat::Xml {
-                            out.write_all(&bundle.to_xml(true)?)?;
+            for file in &files {
+                let input = read_input(file)?;
+                let mut count = 0;
+                for msg in hl7v2::messages(&input) {
+                    count += 1;
+                    let conv = v2fhir::convert(&msg, &options);
+                    match format {
+                        FhirFormat::Json => {
+                            out.write_all(&conv.json)?;
                             out.write_all(b"\n")?;
-                        } else {
-                            let pb = bundle.to_protobuf()?;
-                            write_varint(&mut out, pb.len() as u64)?;
-                            out.write_all(&pb)?;
+                        }
+                        FhirFormat::Xml | FhirFormat::Pb => {
+                            let bundle = fhir::Resource::from_json(&conv.json)
+                                .context("the converted Bundle does not read back as FHIR")?;
+                            if format == FhirFormat::Xml {
+                                out.write_all(&bundle.to_xml(true)?)?;
+                                out.write_all(b"\n")?;
+                            } else {
+                                let pb = bundle.to_protobuf()?;
+                                write_varint(&mut out, pb.len() as u64)?;
+                                out.write_all(&pb)?;
+                            }
                         }
                     }
+                    if report {
+                        eprint!("{}", conv.report_json());
+                    }
                 }
-                if report {
-                    eprint!("{}", conv.report_json());
+                out.flush()?;
+                if count == 0 {
+                    bail!(
+                        "{}: no HL7 v2 message (no segment starts with MSH)",
+                        file.display()
+                    );
                 }
-            }
-            out.flush()?;
-            if count == 0 {
-                bail!(
-                    "{}: no HL7 v2 message (no segment starts with MSH)",
-                    file.display()
-                );
             }
         }
         Command::Describe { what, version } => {
@@ -722,6 +775,33 @@ fn describe_structure(
         }
     }
     Ok(())
+}
+
+/// The files and the parsed paths of `thoth hl7 get`, in any order: an argument that names a file (or `-`) is a
+/// file; any other must read as a path, else the error says it is neither.
+#[allow(clippy::type_complexity)]
+fn files_and_paths(args: &[String]) -> anyhow::Result<(Vec<PathBuf>, Vec<(String, hl7v2::Path)>)> {
+    let (mut files, mut paths) = (Vec::new(), Vec::new());
+    for arg in args {
+        if arg == "-" || Path::new(arg).is_file() {
+            files.push(PathBuf::from(arg));
+            continue;
+        }
+        match hl7v2::Path::parse(arg) {
+            Ok(path) => paths.push((arg.clone(), path)),
+            Err(e) => bail!("{arg:?} is neither a file nor a path ({e})"),
+        }
+    }
+    if files.is_empty() {
+        bail!(
+            "no file of messages among the arguments ({} read as paths); give a FILE (or - for stdin)",
+            args.join(" ")
+        );
+    }
+    if paths.is_empty() {
+        bail!("no path to read among the arguments, e.g. PID-5-1 or MSH-10");
+    }
+    Ok((files, paths))
 }
 
 fn read_input(file: &Path) -> anyhow::Result<Vec<u8>> {

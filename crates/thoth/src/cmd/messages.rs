@@ -122,20 +122,42 @@ pub fn run(_global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&page)?);
                 return Ok(());
             }
-            println!(
-                "{:>8}  {:<24}  {:<8}  {:<20}  {:<24}  status",
-                "id", "received", "type", "sender", "control id"
-            );
+            // Columns as wide as their widest value, so that long senders and control ids keep them lined up.
+            let mut rows = vec![
+                ["id", "received", "type", "sender", "control id", "status"].map(String::from),
+            ];
             for m in page["items"].as_array().into_iter().flatten() {
-                println!(
-                    "{:>8}  {:<24}  {:<8}  {:<20}  {:<24}  {}",
-                    m["id"],
-                    s(&m["received"]),
+                rows.push([
+                    m["id"].to_string(),
+                    s(&m["received"]).to_string(),
                     format!("{}^{}", s(&m["type"]), s(&m["trigger"])),
-                    s(&m["sender"]),
-                    s(&m["control_id"]),
-                    s(&m["status"])
+                    s(&m["sender"]).to_string(),
+                    s(&m["control_id"]).to_string(),
+                    s(&m["status"]).to_string(),
+                ]);
+            }
+            let mut widths = [0usize; 6];
+            for row in &rows {
+                for (w, cell) in widths.iter_mut().zip(row) {
+                    *w = (*w).max(cell.chars().count());
+                }
+            }
+            for row in &rows {
+                let line = format!(
+                    "{:>w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {:<w4$}  {}",
+                    row[0],
+                    row[1],
+                    row[2],
+                    row[3],
+                    row[4],
+                    row[5],
+                    w0 = widths[0],
+                    w1 = widths[1],
+                    w2 = widths[2],
+                    w3 = widths[3],
+                    w4 = widths[4],
                 );
+                println!("{}", line.trim_end());
             }
             let shown = page["items"].as_array().map_or(0, |a| a.len());
             println!("{shown} shown of {} matching", page["total"]);

@@ -15,12 +15,15 @@ pub struct Args {
 #[derive(clap::Subcommand, Debug)]
 enum Command {
     /// Send the messages in each FILE (one or many per file, LF or CR line ends) and print each ACK.
+    ///
+    /// Every message is sent, whatever happens to the one before: a rejected message, or one that gets no ACK,
+    /// is reported and the next one goes on a fresh connection. A message whose MSH-15 asks for no accept
+    /// acknowledgement (`NE`, or `ER` when all goes well) is not waited for.
     Send {
-        /// The listener, `host:port`.
-        addr: String,
-        /// Message files.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
+        /// `[HOST:PORT] FILE...`: the listener (default: 127.0.0.1:2575, where `thoth serve` listens), then the
+        /// message files (shell globs work).
+        #[arg(required = true, value_name = "[ADDR] FILE")]
+        targets: Vec<String>,
         #[command(flatten)]
         tls: TlsArgs,
         /// Seconds to wait for each ACK.
@@ -97,11 +100,11 @@ pub fn run(_global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     match args.command {
         Command::Send {
-            addr,
-            files,
+            targets,
             tls,
             timeout,
         } => {
+            let (addr, files) = split_targets(targets)?;
             let cfg = tls.client_config(Duration::from_secs(timeout))?;
             runtime.block_on(send(&addr, &files, cfg))
         }
@@ -164,32 +167,149 @@ fn first_message(path: &PathBuf) -> anyhow::Result<Vec<u8>> {
     Ok(messages_of(path)?.swap_remove(0))
 }
 
+/// Where `thoth serve` listens for MLLP by default.
+const DEFAULT_MLLP_ADDR: &str = "127.0.0.1:2575";
+
+/// `[ADDR] FILE...`: the first argument is the address when it is not a file and reads as `host:port`.
+fn split_targets(mut targets: Vec<String>) -> anyhow::Result<(String, Vec<PathBuf>)> {
+    let first = &targets[0];
+    let is_addr = !std::path::Path::new(first).exists()
+        && first
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    let addr = if is_addr {
+        targets.remove(0)
+    } else {
+        DEFAULT_MLLP_ADDR.to_string()
+    };
+    if targets.is_empty() {
+        anyhow::bail!("no message file to send to {addr}");
+    }
+    Ok((addr, targets.into_iter().map(PathBuf::from).collect()))
+}
+
+/// What became of one message.
+enum Outcome {
+    Accepted,
+    Rejected,
+    NoAnswer,
+    NotWaited,
+}
+
 async fn send(addr: &str, files: &[PathBuf], cfg: mllp::ClientConfig) -> anyhow::Result<()> {
-    let mut client = mllp::Client::connect(addr, cfg).await?;
-    let mut rejected = 0;
+    let mut client = None;
+    let (mut sent, mut accepted, mut rejected, mut unanswered, mut not_waited) = (0, 0, 0, 0, 0);
     for file in files {
         for msg in messages_of(file)? {
-            let ack = client.send(&msg).await?;
-            let parsed = hl7v2::Message::parse(&ack);
-            let code = parsed.get("MSA-1").unwrap_or_default().into_owned();
-            if !hl7v2::AckCode::parse(&code).is_some_and(|c| c.is_success()) {
-                rejected += 1;
+            sent += 1;
+            let parsed = hl7v2::Message::parse(&msg);
+            let id = parsed.get("MSH-10").unwrap_or_default().into_owned();
+            let label = format!("{} message {id:?}", file.display());
+            // MSH-15 governs the accept acknowledgement the receiver sends (`NE` never; `ER` only on error).
+            let waits = parsed.ack_required(hl7v2::AckCode::CA);
+            let outcome = send_one(addr, &cfg, &mut client, &msg, waits, &label).await;
+            match outcome {
+                Outcome::Accepted => accepted += 1,
+                Outcome::Rejected => rejected += 1,
+                Outcome::NoAnswer => unanswered += 1,
+                Outcome::NotWaited => not_waited += 1,
             }
+        }
+    }
+    if let Some(c) = client {
+        c.close().await;
+    }
+    eprintln!(
+        "{sent} sent to {addr}: {accepted} accepted, {rejected} not accepted, {unanswered} without an answer, \
+         {not_waited} not waited for (MSH-15)"
+    );
+    if rejected + unanswered > 0 {
+        anyhow::bail!("{} message(s) were not accepted", rejected + unanswered);
+    }
+    Ok(())
+}
+
+/// Sends one message on the open connection (opening one if there is none) and prints its ACK. A connection
+/// that failed or timed out is dropped, so that a late ACK is never read as the next message's.
+async fn send_one(
+    addr: &str,
+    cfg: &mllp::ClientConfig,
+    client: &mut Option<mllp::Client>,
+    msg: &[u8],
+    waits: bool,
+    label: &str,
+) -> Outcome {
+    let conn = match client {
+        Some(c) => c,
+        None => match mllp::Client::connect(addr, cfg.clone()).await {
+            Ok(c) => client.insert(c),
+            Err(e) => {
+                eprintln!("{label}: not sent: {e}");
+                return Outcome::NoAnswer;
+            }
+        },
+    };
+    if !waits {
+        return match conn.write(msg).await {
+            Ok(()) => {
+                println!("{label}: sent; MSH-15 asks for no acknowledgement\n");
+                Outcome::NotWaited
+            }
+            Err(e) => {
+                eprintln!("{label}: not sent: {e}");
+                *client = None;
+                Outcome::NoAnswer
+            }
+        };
+    }
+    let id = hl7v2::Message::parse(msg)
+        .get("MSH-10")
+        .unwrap_or_default()
+        .into_owned();
+    let mut reply = conn.send(msg).await;
+    // An error ACK to an earlier message not waited for (MSH-15 `ER`) may arrive first: report it as that
+    // message's, and read on for this one's.
+    for _ in 0..64 {
+        let Ok(ack) = &reply else { break };
+        let answers = hl7v2::Message::parse(ack)
+            .get("MSA-2")
+            .unwrap_or_default()
+            .into_owned();
+        if answers == id || answers.is_empty() {
+            break;
+        }
+        eprintln!(
+            "a late acknowledgement of message {answers:?}: {}",
+            String::from_utf8_lossy(ack).trim_end().replace('\r', " | ")
+        );
+        reply = conn.read_reply().await;
+    }
+    match reply {
+        Ok(ack) => {
+            let code = hl7v2::Message::parse(&ack)
+                .get("MSA-1")
+                .unwrap_or_default()
+                .into_owned();
             // One ACK per line block, segments on their own lines for reading.
             println!(
-                "{}",
+                "{}\n",
                 String::from_utf8_lossy(&ack)
                     .trim_end_matches('\r')
                     .replace('\r', "\n")
             );
-            println!();
+            if hl7v2::AckCode::parse(&code).is_some_and(|c| c.is_success()) {
+                Outcome::Accepted
+            } else {
+                eprintln!("{label}: not accepted (MSA-1 {code:?})");
+                Outcome::Rejected
+            }
+        }
+        Err(e) => {
+            eprintln!("{label}: no acknowledgement: {e}");
+            *client = None;
+            Outcome::NoAnswer
         }
     }
-    client.close().await;
-    if rejected > 0 {
-        anyhow::bail!("{rejected} message(s) were not accepted");
-    }
-    Ok(())
 }
 
 fn print_report(r: &interface::LoadReport, json: bool) {

@@ -1,4 +1,4 @@
-//! `thoth serve`: the HTTP server (and the MLLP listener once configured).
+//! `thoth serve`: the HTTP server and the MLLP listener of the interface engine.
 
 use crate::data_dir::GlobalArgs;
 use std::net::SocketAddr;
@@ -48,6 +48,20 @@ pub struct Args {
     /// credential. For a network that is itself access-controlled; said in the log at every start.
     #[arg(long, env = "THOTH_INSECURE_OPEN_MESSAGES", conflicts_with = "auth")]
     insecure_open_messages: bool,
+    /// Serve HTTPS with this certificate chain (PEM); read again when the file changes, without a restart.
+    #[arg(long, value_name = "PEM", env = "THOTH_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "PEM", env = "THOTH_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
+    /// Require HTTPS clients to present a certificate signed by these authorities (mutual TLS; PEM).
+    #[arg(
+        long,
+        value_name = "PEM",
+        env = "THOTH_TLS_CLIENT_CA",
+        requires = "tls_cert"
+    )]
+    tls_client_ca: Option<std::path::PathBuf>,
 }
 
 /// How often the OpenID Connect provider's keys are read again (rotated keys are published ahead of use).
@@ -63,10 +77,14 @@ fn access(args: &Args) -> anyhow::Result<(server::Access, Option<JwksSource>)> {
         return Ok((server::Access::insecure_open(), None));
     }
     let Some(path) = &args.auth else {
+        // Loopback-only message routes are a safe default, not a security model: a server reachable from the
+        // network is told who may read the messages, or told explicitly that everyone may.
         if !args.http.ip().is_loopback() {
-            tracing::warn!(
-                addr = %args.http,
-                "no --auth: the message routes answer loopback clients only (403 to the others)"
+            anyhow::bail!(
+                "refusing to listen on {} without access control: the message routes hand out patient data. \
+                 Pass --auth FILE (tokens or OpenID Connect, see docs/SECURITY.md), or --insecure-open-messages \
+                 on a network that is itself access-controlled",
+                args.http
             );
         }
         return Ok((server::Access::loopback_only(), None));
@@ -138,8 +156,40 @@ impl JwksSource {
 pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     let data_dir = global.data_dir()?;
     tracing::info!(data = %data_dir.display(), "starting Thoth {}", env!("CARGO_PKG_VERSION"));
-    // Before the long load: a mistake in the auth file is found at once.
+    // Before the long load: a mistake in the auth or engine configuration, an address in use or a data directory
+    // another server holds is found at once, not after minutes of loading terminology.
     let (access, jwks_source) = access(&args)?;
+    let engine_config = match &args.config {
+        Some(path) => interface::EngineConfig::from_file(path)?,
+        None => interface::EngineConfig::default(),
+    };
+    let listener_config = engine_config.listener_config()?;
+    let http_tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            let tls = server::HttpTls {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: args.tls_client_ca.clone(),
+            };
+            tls.server_config()
+                .map_err(|e| anyhow::anyhow!("HTTPS: {e}"))?;
+            Some(tls)
+        }
+        _ => None,
+    };
+    check_free(args.http, "HTTP", "--http")?;
+    check_free(args.mllp, "MLLP", "--mllp")?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let engine = {
+        let _context = runtime.enter();
+        let messages_dir = data_dir.join("messages");
+        interface::Engine::open(&messages_dir, engine_config).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot open the message store in {}: {e} (is another `thoth serve` using this data directory?)",
+                messages_dir.display()
+            )
+        })?
+    };
     if args.offline {
         tracing::info!("offline: not fetching missing open content");
     } else {
@@ -165,15 +215,7 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     if let Some(source) = jwks_source {
         source.refresh_forever(state.access.clone());
     }
-    let engine_config = match &args.config {
-        Some(path) => interface::EngineConfig::from_file(path)?,
-        None => interface::EngineConfig::default(),
-    };
-    let listener_config = engine_config.listener_config()?;
-    let messages_dir = data_dir_of(&state).join("messages");
-    let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
-        let engine = interface::Engine::open(&messages_dir, engine_config)?;
         let state = server::AppState {
             engine: Some(engine.clone()),
             ..state
@@ -190,12 +232,12 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
             let _ = rx.wait_for(|stop| *stop).await;
         };
         let mllp_task = tokio::spawn(listener.serve(std::sync::Arc::new(engine.clone()), stopped(stop_rx.clone())));
-        let http = match args.http_threads {
-            Some(n) => {
-                server::serve_with_threads(args.http, state, n.into(), stopped(stop_rx.clone())).await
-            }
-            None => server::serve(args.http, state, stopped(stop_rx.clone())).await,
+        let http_options = server::HttpOptions {
+            threads: args.http_threads.map(usize::from),
+            tls: http_tls,
+            ..Default::default()
         };
+        let http = server::serve_with_options(args.http, state, http_options, stopped(stop_rx.clone())).await;
         if http.is_err() {
             mllp_task.abort();
         }
@@ -207,8 +249,14 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     })
 }
 
-fn data_dir_of(state: &server::AppState) -> std::path::PathBuf {
-    state.info.data_dir.clone().unwrap_or_default()
+/// Fails, naming the address and the option that sets it, when `addr` cannot be listened on (in use, or not
+/// this machine's).
+fn check_free(addr: std::net::SocketAddr, what: &str, option: &str) -> anyhow::Result<()> {
+    std::net::TcpListener::bind(addr).map(drop).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot listen for {what} on {addr}: {e} (choose another with {option} ADDR)"
+        )
+    })
 }
 
 fn listener_config_tls(engine: &interface::Engine) -> bool {

@@ -177,6 +177,7 @@ fn get_prints_one_line_per_path_per_message_in_the_order_given() {
             "PID-3[2]-1",
             "PID-3(0)-4",
             "MSH-10",
+            "--missing-ok",
         ],
         Some(&stream),
     );
@@ -193,6 +194,60 @@ fn get_prints_one_line_per_path_per_message_in_the_order_given() {
     // The ADT: `(1)` is 0-based, `[2]` 1-based: both the second repetition. Group path: PID is top-level in
     // ADT_A01, so `/PATIENT_RESULT/...` names nothing.
     assert_eq!(lines[6..], ["DOE", "", "777", "777", "HOSP", "G2"]);
+    // Without --missing-ok, the same lines, and the absent values are named and fail the run.
+    let strict = thoth(
+        &["get", "-", "PID-5-1", "/PATIENT_RESULT/PATIENT/PID-5-1"],
+        Some(&stream),
+    );
+    assert!(!strict.status.success());
+    assert_eq!(String::from_utf8(strict.stdout).unwrap().lines().count(), 4);
+    let stderr = String::from_utf8(strict.stderr).unwrap();
+    assert!(
+        stderr.contains("message 2: /PATIENT_RESULT/PATIENT/PID-5-1 has no value"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_file_commands_take_many_files_and_get_takes_its_arguments_in_any_order() {
+    let dir = hl7_data().join("fhir-converter");
+    let (a, b) = (dir.join("ADT-A01-01.hl7"), dir.join("ORU-R01-01.hl7"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let id = |p: &str| {
+        Message::parse(&std::fs::read(p).unwrap())
+            .get("MSH-10")
+            .unwrap()
+            .into_owned()
+    };
+    // Paths first, files after (the order people type when they think "get X from F"): the same answer.
+    for args in [["get", a, b, "MSH-10"], ["get", "MSH-10", a, b]] {
+        let out = thoth(&args, None);
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text, format!("{a}:{}\n{b}:{}\n", id(a), id(b)));
+    }
+    // Neither a file nor a path: said so, by name.
+    let out = thoth(&["get", "no-such.hl7", "MSH-10"], None);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("no-such.hl7") && stderr.contains("neither a file nor a path"),
+        "{stderr}"
+    );
+    // json, check, validate, ack and fmt: every file, in order.
+    let out = thoth(&["json", "--compact", a, b], None);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 2);
+    let out = thoth(&["check", a, b], None);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains(a) && stderr.contains(b), "{stderr}");
+    let out = thoth(&["fmt", a, b], None);
+    assert!(out.status.success());
+    let expected = [std::fs::read(a).unwrap(), std::fs::read(b).unwrap()].concat();
+    assert_eq!(
+        out.stdout, expected,
+        "fmt without edits is byte for byte, file after file"
+    );
 }
 
 #[test]

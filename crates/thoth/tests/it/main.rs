@@ -1,7 +1,9 @@
 //! End-to-end tests of the `thoth` binary: real processes, real sockets.
 #![allow(missing_docs)]
 
+mod config_docs;
 mod crash;
+mod fhir_cli;
 mod fhir_protoc;
 mod hl7_cli;
 mod hl7apy_verdicts;

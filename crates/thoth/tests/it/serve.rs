@@ -191,3 +191,103 @@ fn messages_cli_sends_its_token_to_a_server_started_with_auth() {
     assert!(ok, "the configured token: {stderr}");
     drop(server);
 }
+
+#[test]
+fn serve_on_a_network_address_needs_access_control_or_an_explicit_opt_out() {
+    let data = tempfile::tempdir().unwrap();
+    let http = format!("0.0.0.0:{}", free_port());
+    let out = Command::new(env!("CARGO_BIN_EXE_thoth"))
+        .arg("--data")
+        .arg(data.path())
+        .args([
+            "serve",
+            "--http",
+            &http,
+            "--mllp",
+            &format!("127.0.0.1:{}", free_port()),
+        ])
+        .env("THOTH_OFFLINE", "true")
+        .env_remove("THOTH_AUTH")
+        .env_remove("THOTH_INSECURE_OPEN_MESSAGES")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "started without access control on {http}"
+    );
+    assert!(
+        stderr.contains("refusing to listen on")
+            && stderr.contains("--auth")
+            && stderr.contains("--insecure-open-messages"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn mllp_send_honours_msh15_and_reads_each_ack_as_its_own() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), free_port(), free_port(), None);
+    let mllp = format!("127.0.0.1:{}", server.mllp);
+    // MSH-15 `NE`: the receiver sends no accept acknowledgement, so the sender must not wait for one.
+    let mut none =
+        hl7v2::MessageBuf::from(&hl7v2::Message::parse(&sample("ADT-A01-01.hl7"))).into_owned();
+    none.set("MSH-10", "SEND-NE").unwrap();
+    none.set("MSH-15", "NE").unwrap();
+    // A control id longer than the list's default column, to see the columns stay lined up.
+    let after = with_control_id(
+        &sample("ADT-A01-01.hl7"),
+        "SEND-AFTER-WITH-A-LONG-CONTROL-ID",
+    );
+    let first = data.path().join("first.hl7");
+    let second = data.path().join("second.hl7");
+    std::fs::write(&first, none.encode()).unwrap();
+    std::fs::write(&second, &after).unwrap();
+    let started = std::time::Instant::now();
+    let (ok, stdout, stderr) = thoth(&[
+        "mllp",
+        "send",
+        &mllp,
+        first.to_str().unwrap(),
+        second.to_str().unwrap(),
+        "--timeout",
+        "20",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        started.elapsed().as_secs() < 15,
+        "waited for an ACK that MSH-15 said would not come"
+    );
+    assert!(
+        stdout.contains("SEND-NE") && stdout.contains("no acknowledgement"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("MSA|AA|SEND-AFTER"), "{stdout}");
+    assert!(
+        stderr.contains("2 sent")
+            && stderr.contains("1 accepted")
+            && stderr.contains("1 not waited for"),
+        "{stderr}"
+    );
+    // Both were stored by the engine.
+    let page: serde_json::Value = reqwest::blocking::get(server.url("/messages"))
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(page["total"], 2, "{page}");
+    // `messages list` lines its columns up whatever the widths of the values (a long control id here).
+    let (ok, stdout, stderr) = thoth(&["messages", "--server", &server.url(""), "list"]);
+    assert!(ok, "{stderr}");
+    let rows: Vec<&str> = stdout.lines().take(3).collect();
+    // The status is the last column and a single word: it starts after the last space of each row.
+    let status_at = |row: &str| row.rfind(' ').map(|i| i + 1);
+    assert!(rows.len() == 3 && rows[0].ends_with("status"), "{stdout}");
+    assert!(
+        rows.iter().all(|r| status_at(r) == status_at(rows[0])),
+        "{stdout}"
+    );
+    // An address that reads as a file is a file: no address given means `thoth serve`'s default, and a
+    // missing file is reported by name.
+    let (ok, _, stderr) = thoth(&["mllp", "send", "no-such-file.hl7"]);
+    assert!(!ok && stderr.contains("no-such-file.hl7"), "{stderr}");
+}
