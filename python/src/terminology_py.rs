@@ -155,6 +155,29 @@ impl PyTerminology {
         self.run(py, Operation::Lookup, &[("system", system), ("code", code)])
     }
 
+    /// A SNOMED CT concept straight from the store, the cheap lookup for bulk work: ``{"code", "display",
+    /// "active", "fsn"}`` (``display`` is the preferred term in the store's default language refsets, as
+    /// ``$lookup`` gives it), or ``None`` when the store has no such concept. Raises ``ThothError`` for a code
+    /// that is not an SCTID.
+    fn concept<'py>(&self, py: Python<'py>, code: &str) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let store = self.store()?;
+        let id = snomed::SctId::parse(code).map_err(|e| error(format!("{code:?}: {e}")))?;
+        let Some(idx) = store.index_of(id) else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("code", code)?;
+        d.set_item("display", store.default_term(idx))?;
+        d.set_item("active", store.is_active(idx))?;
+        d.set_item(
+            "fsn",
+            store
+                .fully_specified_name(idx, &store.default_refsets())
+                .map(|f| f.term),
+        )?;
+        Ok(Some(d))
+    }
+
     /// ``$validate-code``: in the code system ``system`` (default SNOMED CT), or in the value set ``url`` when
     /// given; ``display`` is checked too when given. Returns the ``Parameters`` (``result``, ``message``, ...)
     /// as a dict.

@@ -44,11 +44,23 @@ def test_lookup_equals_http(tx, server, concepts):
         status, expected = http(server, "/fhir/CodeSystem/$lookup", system=SNOMED, code=code)
         assert status == 200, (code, expected)
         assert tx.lookup(code) == expected, code
+        # The cheap lookup agrees with $lookup on the display and the status.
+        params = {p["name"]: p for p in expected["parameter"]}
+        concept = tx.concept(code)
+        assert concept["code"] == code and concept["display"] == params["display"]["valueString"], code
+        inactive = [p for p in expected["parameter"] if p["name"] == "property"
+                    and p["part"][0].get("valueCode") == "inactive"]
+        if inactive:
+            assert concept["active"] == (not inactive[0]["part"][1]["valueBoolean"]), code
 
 
 def test_unknown_code_raises_the_http_message(tx, server):
     status, outcome = http(server, "/fhir/CodeSystem/$lookup", system=SNOMED, code="123456")
     assert status >= 400 and outcome["resourceType"] == "OperationOutcome"
+    assert tx.concept("404684003")["fsn"] == "Clinical finding (finding)"
+    assert tx.concept("22298006") is None  # a valid SCTID the subset does not hold
+    with pytest.raises(thoth.ThothError):
+        tx.concept("not-a-code")
     with pytest.raises(thoth.ThothError) as e:
         tx.lookup("123456")
     texts = [i.get("details", {}).get("text") or i.get("diagnostics") for i in outcome["issue"]]

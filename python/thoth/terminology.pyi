@@ -10,6 +10,8 @@ class Terminology:
     def open(path: Union[str, PathLike[str]], max_expansion: int = 1000) -> Terminology: ...
     def lookup(self, code: str, system: str = ...) -> dict[str, Any]:
         """CodeSystem/$lookup: the FHIR Parameters as a dict."""
+    def concept(self, code: str) -> Optional[dict[str, Any]]:
+        """A SNOMED CT concept from the store: {"code", "display", "active", "fsn"}, or None."""
     def validate_code(
         self, code: str, system: str = ..., url: Optional[str] = None, display: Optional[str] = None
     ) -> dict[str, Any]:
