@@ -99,7 +99,9 @@ def main():
                 .read_text().splitlines()[1:] if line.split("\t")[2] == "1"][:200]
     it = iter(range(1 << 62))
     t = row("snomed lookup", "thoth Terminology.lookup", timeit(lambda: tx.lookup(concepts[next(it) % 200])))
-    ratios.append(("snomed lookup (us, floor 5)", t / 1000, None))
+    ratios.append(("snomed $lookup as a dict, µs (full FHIR Parameters)", t / 1000, None))
+    t = row("snomed concept", "thoth Terminology.concept", timeit(lambda: tx.concept(concepts[next(it) % 200])))
+    ratios.append(("snomed concept lookup, µs (target ≤ 5)", t / 1000, None))
     row("snomed subsumes", "thoth Terminology.subsumes", timeit(lambda: tx.subsumes("138875005", concepts[7])))
 
     # Memory: iterate a file of ~big_gb GB of messages; resident memory before and after.

@@ -84,7 +84,13 @@ fn parse_version(text: &str) -> PyResult<Version> {
 #[pyo3(signature = (data, strict = false))]
 fn parse(data: &Bound<'_, PyAny>, strict: bool) -> PyResult<PyMessage> {
     let msg = PyMessage::from_bytes(input_bytes(data)?);
-    if strict && let Some(d) = msg.msg().diagnostics().iter().find(|d| d.severity() == hl7v2::Severity::Error) {
+    if strict
+        && let Some(d) = msg
+            .msg()
+            .diagnostics()
+            .iter()
+            .find(|d| d.severity() == hl7v2::Severity::Error)
+    {
         return Err(error(d.to_string()));
     }
     Ok(msg)
@@ -283,10 +289,11 @@ impl PyMessage {
         let report = match version {
             None => py.detach(|| hl7v2::validate(self.msg(), &profile)),
             Some(v) => {
-                let options = hl7v2::ParseOptions::default().with_tree_options(hl7v2::TreeOptions {
-                    force_version: Some(parse_version(v)?),
-                    ..hl7v2::TreeOptions::default()
-                });
+                let options =
+                    hl7v2::ParseOptions::default().with_tree_options(hl7v2::TreeOptions {
+                        force_version: Some(parse_version(v)?),
+                        ..hl7v2::TreeOptions::default()
+                    });
                 let bytes = self.msg().as_bytes();
                 py.detach(|| hl7v2::validate(&Message::parse_with(bytes, &options), &profile))
             }
@@ -378,7 +385,9 @@ impl PySegment {
     fn with<R>(&self, f: impl FnOnce(hl7v2::Segment<'_, '_>) -> R) -> R {
         let msg = self.msg.get().msg();
         // The index came from this message's own segments.
-        f(msg.segment(self.index).expect("segment index within its message"))
+        f(msg
+            .segment(self.index)
+            .expect("segment index within its message"))
     }
 }
 

@@ -30,7 +30,10 @@ pub(crate) fn error(message: impl Into<String>) -> PyErr {
 }
 
 /// A JSON value as Python objects (dict, list, str, int, float, bool, None).
-pub(crate) fn to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn to_py<'py>(
+    py: Python<'py>,
+    value: &serde_json::Value,
+) -> PyResult<Bound<'py, PyAny>> {
     pythonize::pythonize(py, value).map_err(|e| error(e.to_string()))
 }
 

@@ -151,7 +151,12 @@ impl PyTerminology {
     /// ``CodeSystem/$lookup``: the FHIR ``Parameters`` (as a dict) of ``code`` in ``system`` (default SNOMED CT):
     /// name, version, display, designations, properties. Raises ``ThothError`` for an unknown code.
     #[pyo3(signature = (code, system = SNOMED))]
-    fn lookup<'py>(&self, py: Python<'py>, code: &str, system: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn lookup<'py>(
+        &self,
+        py: Python<'py>,
+        code: &str,
+        system: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
         self.run(py, Operation::Lookup, &[("system", system), ("code", code)])
     }
 
@@ -257,7 +262,10 @@ impl PyTerminology {
     fn expand_ecl<'py>(&self, py: Python<'py>, ecl: &str) -> PyResult<Bound<'py, PyAny>> {
         let url = format!("{SNOMED}?fhir_vs=ecl/{ecl}");
         let vs = self.run(py, Operation::Expand, &[("url", &url)])?;
-        match vs.get_item("expansion").and_then(|e| e.get_item("contains")) {
+        match vs
+            .get_item("expansion")
+            .and_then(|e| e.get_item("contains"))
+        {
             Ok(contains) => Ok(contains),
             Err(_) => Ok(PyList::empty(py).into_any()),
         }
