@@ -17,10 +17,12 @@ python3 -m pip install --quiet --disable-pip-version-check -r .ci/requirements.t
 
 # Debian packages: protoc (the FHIR binary encoding is checked against Google's own protobuf toolchain), and a
 # JDK 17 with Maven for the terminology conformance runner below.
-if ! command -v protoc >/dev/null || ! command -v javac >/dev/null || ! command -v mvn >/dev/null; then
+# python3-venv: the Python bindings' tests run in a fresh virtual environment (below).
+if ! command -v protoc >/dev/null || ! command -v javac >/dev/null || ! command -v mvn >/dev/null \
+    || ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends protobuf-compiler openjdk-17-jdk-headless maven unzip
+    $SUDO apt-get install -y -qq --no-install-recommends protobuf-compiler openjdk-17-jdk-headless maven unzip python3-venv
 fi
 
 cargo fmt --all --check
@@ -28,6 +30,20 @@ cargo clippy --workspace --all-targets -- -D warnings
 # Generated FHIR code must match the R4 package it claims to come from (reads ../shared/data/fhir/packages).
 cargo xtask codegen --check
 cargo test --workspace
+
+# Python bindings (python/: outside the workspace, docs/ARCHITECTURE.md says why). fmt and clippy, then a fresh
+# virtual environment where pip builds the package from source and installs it as a user's `pip install ./python`
+# does, but as a dev build sharing target/ (a release build of these crates takes many minutes on 2 cores), and
+# pytest on the shared corpora, against python-hl7 and a `thoth serve` of the debug build `cargo test` made.
+cargo fmt --manifest-path python/Cargo.toml --check
+CARGO_TARGET_DIR="$PWD/target" cargo clippy --manifest-path python/Cargo.toml --all-targets -- -D warnings
+rm -rf target/python-venv
+python3 -m venv target/python-venv
+target/python-venv/bin/pip install --quiet --disable-pip-version-check -r .ci/requirements.txt "pytest==9.2.0"
+CARGO_TARGET_DIR="$PWD/target" MATURIN_PEP517_ARGS="--profile dev" \
+    target/python-venv/bin/pip install --quiet --disable-pip-version-check ./python
+# From the repository root, so that `import thoth` is the installed package, not the python/thoth sources.
+THOTH_BIN="$PWD/target/debug/thoth" target/python-venv/bin/pytest -q python/tests
 
 # Official HL7 terminology conformance tests (HL7's TxTester, fetched from Maven Central by
 # ../shared/tools/tx-runner; needs a JDK 17 and Maven). Modes general and snomed (the SNOMED CT subset is
