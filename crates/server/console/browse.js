@@ -35,22 +35,25 @@ export async function names(ids, signal) {
 
 /** The concepts an ECL expression selects, with their preferred terms, at most `limit`, and how many there are. */
 export async function conceptsOf(ecl, limit, signal, offset = 0) {
-  const url = `${SCT}?fhir_vs=ecl/${encodeURIComponent(ecl)}`;
+  // Encoded once, by query(): the server reads the ECL after `ecl/` as it is.
+  const url = `${SCT}?fhir_vs=ecl/${ecl}`;
   const vs = await api(query('/fhir/ValueSet/$expand', { url, count: limit, offset }), { signal });
   const e = vs.expansion || {};
   return { total: e.total ?? (e.contains || []).length, items: (e.contains || []).map((c) => ({ id: c.code, term: c.display })) };
 }
 
-/** The code systems loaded: SNOMED CT first when a release is, then every CodeSystem the FHIR API knows. */
+const KNOWN = { 'http://snomed.info/sct': 'SNOMED CT', 'http://loinc.org': 'LOINC', 'http://hl7.org/fhir/sid/icd-10-cm': 'ICD-10-CM' };
+
+/** The code systems and versions loaded, from the server's TerminologyCapabilities: the main ones first. */
 async function catalogue(signal) {
-  const bundle = await api(query('/fhir/CodeSystem', { _elements: 'url,version,name,title,content', _count: 1000 }), { signal });
-  const seen = new Set();
+  const caps = await api('/fhir/metadata?mode=terminology', { signal });
   const out = [];
-  for (const e of bundle.entry || []) {
-    const r = e.resource || {};
-    if (!r.url || r.content === 'not-present' || seen.has(`${r.url}|${r.version || ''}`)) continue;
-    seen.add(`${r.url}|${r.version || ''}`);
-    out.push({ url: r.url, version: r.version || '', title: r.title || r.name || r.url });
+  for (const cs of caps.codeSystem || []) {
+    if (!cs.uri || cs.uri === SCT) continue;
+    const versions = (cs.version || []).map((v) => v.code).filter(Boolean);
+    for (const version of versions.length ? versions : ['']) {
+      out.push({ url: cs.uri, version, title: KNOWN[cs.uri] || cs.uri.replace(/^https?:\/\//, '') });
+    }
   }
   out.sort((a, b) => rank(a.url) - rank(b.url) || a.title.localeCompare(b.title));
   return out;
@@ -182,8 +185,9 @@ function CopyId({ id }) {
 async function loadConcept(id, signal) {
   if (!/^\d{6,18}$/.test(id || '')) throw new Error(`“${id}” is not a SNOMED CT concept id (6 to 18 digits)`);
   const base = `/v1/snomed/concepts/${id}`;
-  const [ext, props, members, history, children] = await Promise.all([
-    api(`${base}/extended`, { signal }),
+  // The concept first: when it is unknown, one request fails and says so, not five.
+  const ext = await api(`${base}/extended`, { signal });
+  const [props, members, history, children] = await Promise.all([
     api(`${base}/properties`, { signal }),
     api(`${base}/refsets`, { signal }),
     api(`${base}/historical`, { signal }),
