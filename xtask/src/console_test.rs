@@ -65,7 +65,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             d
         }
     };
-    let free_port = || -> anyhow::Result<u16> { Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port()) };
+    let free_port =
+        || -> anyhow::Result<u16> { Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port()) };
     let (http, mllp) = (free_port()?, free_port()?);
     std::fs::create_dir_all(&work)?;
     let log = std::fs::File::create(work.join("server.log"))?;

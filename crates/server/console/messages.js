@@ -3,10 +3,10 @@
 // paste box that parses, validates and converts a message on the spot (/hl7/...).
 import { useEffect, useState } from 'preact/hooks';
 import { api, query, aborted } from './api.js';
-import { html, href, replaceParams, ErrorMessage, JsonView, useLoad } from './ui.js';
+import { html, replaceParams, ErrorMessage, JsonView, useLoad } from './ui.js';
 
 const FILTERS = [['type', 'Type'], ['sender', 'Sender'], ['control_id', 'Control id'], ['since', 'Since'], ['until', 'Until']];
-const STATUSES = ['', 'received', 'routed', 'delivered', 'failed', 'dead', 'rejected', 'duplicate'];
+const STATUSES = ['', 'stored', 'pending', 'delivered', 'dead', 'duplicate', 'rejected'];
 const POLL_MS = 2000;
 
 export function MessagesPage({ params }) {

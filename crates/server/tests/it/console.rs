@@ -62,14 +62,29 @@ async fn the_page_is_not_cached_and_its_files_are_cached_for_good() {
     assert!(body.is_empty());
 
     let urls = console_urls(&page);
-    for name in ["app.js", "style.css", "vendor/preact-11.2.0.mjs", "vendor/htm-3.1.1.mjs"] {
-        assert!(urls.iter().any(|u| u.ends_with(name)), "{name} not in {urls:?}");
+    for name in [
+        "app.js",
+        "style.css",
+        "vendor/preact-11.2.0.mjs",
+        "vendor/htm-3.1.1.mjs",
+    ] {
+        assert!(
+            urls.iter().any(|u| u.ends_with(name)),
+            "{name} not in {urls:?}"
+        );
     }
     for url in &urls {
         let (status, h, plain) = fetch(app.clone(), url, &[]).await;
         assert_eq!(status, StatusCode::OK, "{url}");
-        assert_eq!(header(&h, "cache-control"), "public, max-age=31536000, immutable");
-        assert_eq!(header(&h, "content-encoding"), "", "{url}: not asked for gzip");
+        assert_eq!(
+            header(&h, "cache-control"),
+            "public, max-age=31536000, immutable"
+        );
+        assert_eq!(
+            header(&h, "content-encoding"),
+            "",
+            "{url}: not asked for gzip"
+        );
         let (status, h, gz) = fetch(app.clone(), url, &[("accept-encoding", "gzip, br")]).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(header(&h, "content-encoding"), "gzip");

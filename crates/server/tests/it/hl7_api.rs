@@ -333,7 +333,10 @@ async fn parse_names_segments_and_fields_and_reports_issues() {
     assert_eq!(pid["name"], "Patient Identification");
     assert_eq!(pid["path"], "/PID(0)");
     assert_eq!(pid["names"][2], "Patient Identifier List");
-    assert_eq!(pid["fields"][2], serde_json::json!(["12345", "", "", "HOSP", "MR"]));
+    assert_eq!(
+        pid["fields"][2],
+        serde_json::json!(["12345", "", "", "HOSP", "MR"])
+    );
     assert_eq!(v["validation"]["valid"], false);
     assert_eq!(v["validation"]["issues"][0]["path"], "/PID-5");
 
@@ -363,10 +366,17 @@ async fn a_stored_message_is_shown_with_names_on_request() {
     assert_eq!(status, StatusCode::OK, "{text}");
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["message"]["structure"], "ADT_A01");
-    assert_eq!(v["message"]["segments"][0]["names"][9], "Message Control ID");
+    assert_eq!(
+        v["message"]["segments"][0]["names"][9],
+        "Message Control ID"
+    );
     assert_eq!(v["message"]["segments"][0]["fields"][9], "N1");
     // Without the parameter the view is as it was (no names).
-    let (_, _, text) = get(server::router(state_with(&engine)), &format!("/messages/{id}")).await;
+    let (_, _, text) = get(
+        server::router(state_with(&engine)),
+        &format!("/messages/{id}"),
+    )
+    .await;
     let v: Value = serde_json::from_str(&text).unwrap();
     assert!(v["message"]["segments"][0].get("names").is_none(), "{text}");
     let (status, _, text) = get(

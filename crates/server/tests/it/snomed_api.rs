@@ -237,18 +237,29 @@ async fn ecl_parse_prints_valid_expressions_and_places_errors() {
     assert_eq!(v["long"], "descendantOrSelfOf 73211009 |Diabetes mellitus|");
     // AND and OR mixed without brackets: the error is at the OR (byte 24).
     let (status, v) =
-        get("/v1/snomed/ecl/parse?ecl=%3C%201234567%20AND%20%3C%202345678%20OR%20%3C%203456789").await;
+        get("/v1/snomed/ecl/parse?ecl=%3C%201234567%20AND%20%3C%202345678%20OR%20%3C%203456789")
+            .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(v["valid"], false);
     assert_eq!(v["error"]["offset"], 24);
     assert_eq!(v["error"]["utf16Offset"], 24);
-    assert_eq!((v["error"]["line"].clone(), v["error"]["column"].clone()), (1.into(), 25.into()));
-    assert!(v["error"]["message"].as_str().unwrap().contains("brackets"), "{v}");
+    assert_eq!(
+        (v["error"]["line"].clone(), v["error"]["column"].clone()),
+        (1.into(), 25.into())
+    );
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("brackets"),
+        "{v}"
+    );
     // A term with a non-ASCII letter before the error: bytes and UTF-16 units differ ("é" is 2 bytes, 1 unit).
     let (_, v) = get("/v1/snomed/ecl/parse?ecl=%3C%2073211009%20%7C%C3%A9%7C%20%3A").await;
     assert_eq!(v["valid"], false, "{v}");
     let bytes = v["error"]["offset"].as_u64().unwrap();
-    assert_eq!(v["error"]["utf16Offset"].as_u64().unwrap(), bytes - 1, "{v}");
+    assert_eq!(
+        v["error"]["utf16Offset"].as_u64().unwrap(),
+        bytes - 1,
+        "{v}"
+    );
     // No expression: a 400 with both error shapes.
     let (status, v) = get("/v1/snomed/ecl/parse").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
