@@ -317,12 +317,12 @@ async fn the_guides_vocabulary_maps_answer_translate() {
 /// profile's issues at their field.
 #[tokio::test]
 async fn parse_names_segments_and_fields_and_reports_issues() {
-    let (app, _) = app();
+    let (first, _) = app();
     let req = Request::post("/hl7/parse")
         .header("content-type", "x-application/hl7-v2+er7")
         .body(Body::from(adt("P1", NAMELESS_PID, "\n")))
         .unwrap();
-    let (status, _, text) = send(app, req).await;
+    let (status, _, text) = send(first, req).await;
     assert_eq!(status, StatusCode::OK, "{text}");
     let v: Value = serde_json::from_str(&text).unwrap();
     let m = &v["message"];
@@ -341,9 +341,9 @@ async fn parse_names_segments_and_fields_and_reports_issues() {
     assert_eq!(v["validation"]["issues"][0]["path"], "/PID-5");
 
     for body in ["", "not a message"] {
-        let (app, _) = app();
+        let (fresh, _) = app();
         let req = Request::post("/hl7/parse").body(Body::from(body)).unwrap();
-        let (status, _, text) = send(app, req).await;
+        let (status, _, text) = send(fresh, req).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
         assert!(text.contains("no segment starts with MSH"), "{text}");
     }
