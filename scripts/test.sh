@@ -50,3 +50,15 @@ THOTH_BIN="$PWD/target/debug/thoth" target/python-venv/bin/pytest -q python/test
 # imported first, a few seconds). About a minute against the debug build that `cargo test` has just compiled;
 # fails when fewer tests pass than docs/CONFORMANCE.md records.
 cargo xtask tx-conformance --modes general,snomed --debug --min-pass 722
+
+# The console in a real browser: Debian's headless Chromium driven by Playwright for Python (the pip package only;
+# `executable_path` points it at Debian's chromium, so no browser download). `cargo xtask console-test` imports
+# the conformance SNOMED CT and LOINC subsets into target/console-test/data, serves them with the debug build,
+# sends a message over MLLP and walks the four sections; screenshots in target/console-test/screenshots.
+if ! command -v chromium >/dev/null; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends chromium
+fi
+python3 -m pip install --quiet --disable-pip-version-check playwright==1.65.2
+cargo xtask console-test

@@ -3,6 +3,7 @@
 mod codegen_fhir;
 mod codegen_hl7v2;
 mod codegen_v2fhir;
+mod console_test;
 mod generated;
 mod tx_conformance;
 
@@ -11,7 +12,7 @@ fn main() -> anyhow::Result<()> {
     match task.as_deref() {
         None | Some("help") => {
             println!(
-                "cargo xtask <task>\n\ntasks:\n  help    this text\n  codegen regenerate crates/{{fhir,hl7v2,v2fhir}}/src/generated ([--check] [--package TGZ]: the FHIR package)\n  tx-conformance run the HL7 terminology conformance tests ([--modes general,snomed] [--min-pass N])"
+                "cargo xtask <task>\n\ntasks:\n  help    this text\n  codegen regenerate crates/{{fhir,hl7v2,v2fhir}}/src/generated ([--check] [--package TGZ]: the FHIR package)\n  tx-conformance run the HL7 terminology conformance tests ([--modes general,snomed] [--min-pass N])\n  console-test the console in headless Chromium ([--perf-only --data DIR] [--words a,b])"
             );
             Ok(())
         }
@@ -27,6 +28,7 @@ fn main() -> anyhow::Result<()> {
         Some("tx-conformance") => {
             tx_conformance::run(&std::env::args().skip(2).collect::<Vec<_>>())
         }
+        Some("console-test") => console_test::run(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some(other) => anyhow::bail!("unknown task {other:?}; try `cargo xtask help`"),
     }
 }

@@ -130,7 +130,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
 }
 
 /// Puts the FHIR packages the suites use into `<data>/packages`.
-fn prepare_data(shared: &Path, data: &Path) -> anyhow::Result<()> {
+pub(crate) fn prepare_data(shared: &Path, data: &Path) -> anyhow::Result<()> {
     let packages = data.join("packages");
     std::fs::create_dir_all(&packages)?;
     let source = shared.join("data/fhir/packages");
@@ -148,7 +148,7 @@ fn prepare_data(shared: &Path, data: &Path) -> anyhow::Result<()> {
 
 /// Imports the LOINC subset of `../shared/tx-ecosystem/tx-source/loinc` as LOINC 2.82, the release it was cut
 /// from (the version the tx.fhir.org suite's answers name).
-fn import_loinc(exe: &Path, shared: &Path, data: &Path) -> anyhow::Result<()> {
+pub(crate) fn import_loinc(exe: &Path, shared: &Path, data: &Path) -> anyhow::Result<()> {
     let source = shared.join("tx-ecosystem/tx-source/loinc");
     let status = Command::new(exe)
         .arg("--data")
@@ -185,7 +185,7 @@ fn fetch_builtin_data(exe: &Path, data: &Path) {
 /// Imports the suites' SNOMED CT subset as the unpublished release it is, so that it is served as
 /// `http://snomed.info/xsct/31000003106/version/20250909` (a few seconds; redone every run so the store always
 /// matches the build under test).
-fn import_snomed(exe: &Path, shared: &Path, data: &Path) -> anyhow::Result<()> {
+pub(crate) fn import_snomed(exe: &Path, shared: &Path, data: &Path) -> anyhow::Result<()> {
     let subset = shared.join("tx-ecosystem/tx-source/snomed");
     eprintln!("importing the SNOMED CT subset {} ...", subset.display());
     let out = Command::new(exe)
@@ -205,7 +205,7 @@ fn import_snomed(exe: &Path, shared: &Path, data: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn wait_healthy(port: u16, limit: Duration) -> anyhow::Result<()> {
+pub(crate) fn wait_healthy(port: u16, limit: Duration) -> anyhow::Result<()> {
     let start = Instant::now();
     while start.elapsed() < limit {
         if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {

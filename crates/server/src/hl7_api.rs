@@ -3,6 +3,9 @@
 //!
 //! - `POST /hl7/validate?version=2.5.1&strict=true`: the body holds one or more v2 messages (any line endings, a
 //!   plain concatenation or an FHS/BHS batch file); the answer is `{"messages": [ <validation_json> ... ]}`.
+//! - `POST /hl7/parse?version=2.5.1`: the body holds one v2 message (the first of several); the answer is
+//!   `{"message": <hl7v2::to_json_with_names>, "validation": <validation_json>}`: its segments with their group
+//!   paths and names, each field named, and the lenient profile's issues to mark at their fields.
 //! - `POST /hl7/to-fhir?bundle=message|transaction|collection`: the body holds a v2 message; the answer is its FHIR
 //!   R4 Bundle by the v2-to-FHIR guide, its codes checked by the server's terminology (`check=false`: not) (`Accept` / `_format` choose JSON or XML, as on `/fhir`). A body of several
 //!   messages answers one JSON Bundle per line (`application/fhir+ndjson`).
@@ -22,6 +25,10 @@ use serde_json::{Value, json};
 
 pub(crate) fn routes() -> Router<Shared> {
     Router::new()
+        .route(
+            "/parse",
+            post(parse).layer(DefaultBodyLimit::max(crate::fhir_format::MAX_REQUEST_BYTES)),
+        )
         .route(
             "/validate",
             // A batch file of a day's messages is bigger than axum's 2 MB default; the same bound as the largest
@@ -191,6 +198,42 @@ pub fn validation_parse_options(version: Option<Version>) -> ParseOptions {
         force_version: version,
         ..TreeOptions::default()
     })
+}
+
+/// The `version` query parameter, when given (else MSH-12 chooses).
+fn version_param(query: &[(String, String)]) -> Result<Option<Version>, ApiError> {
+    let mut version = None;
+    for (k, v) in query {
+        if k == "version" && !v.is_empty() {
+            version = Some(Version::parse(v).ok_or_else(|| {
+                let all: Vec<_> = Version::ALL.iter().map(|v| v.as_str()).collect();
+                ApiError::BadRequest(format!("version={v:?}: expected one of {}", all.join(", ")))
+            })?);
+        }
+    }
+    Ok(version)
+}
+
+/// `POST /hl7/parse`: the first message of the body, with names, and its validation under the lenient profile.
+async fn parse(
+    Query(query): Query<Vec<(String, String)>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = read_body(body, "")?;
+    let version = version_param(&query)?;
+    let out = tokio::task::spawn_blocking(move || {
+        let options = validation_parse_options(version);
+        let chunk = hl7v2::split(&body).find(|c| c.kind == ChunkKind::Message)?;
+        let msg = chunk.parse_with(&options);
+        let validation = validation_json(&msg, &hl7v2::validate(&msg, &Profile::lenient()));
+        Some(json!({ "message": hl7v2::to_json_with_names(&msg), "validation": validation }))
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("parse task failed: {e}")))?
+    .ok_or_else(|| {
+        ApiError::BadRequest("the body holds no HL7 v2 message: no segment starts with MSH".into())
+    })?;
+    Ok(axum::Json(out).into_response())
 }
 
 async fn validate(

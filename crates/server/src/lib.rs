@@ -1,7 +1,8 @@
 //! The HTTP face of Thoth.
 //!
 //! One [`router`] serves every API: health and metrics, the FHIR endpoint (`/fhir/...`), and the native APIs that
-//! the other pillars add. The router is a plain function of [`AppState`] so that tests drive it with
+//! the other pillars add, and at `/` the console, a browser UI over those same APIs (files embedded in the binary).
+//! The router is a plain function of [`AppState`] so that tests drive it with
 //! `tower::ServiceExt::oneshot`, without a socket; [`serve`] binds it to an address and stops gracefully.
 //!
 //! Every failure a handler can have is an [`ApiError`]; it becomes a FHIR `OperationOutcome` in exactly one place,
@@ -21,6 +22,7 @@
 mod audit;
 mod auth;
 mod code_check;
+mod console;
 mod error;
 mod fast_lane;
 mod fhir_format;
@@ -38,6 +40,7 @@ mod tls;
 pub use audit::AuditLog;
 pub use auth::{Access, AuthConfig, AuthFile, JwtConfig, TokenConfig};
 pub use code_check::TerminologyChecker;
+pub use console::first_load_gzip_bytes;
 pub use error::{ApiError, IssueType};
 pub use fast_lane::App;
 pub use hl7_api::{validation_json, validation_parse_options};
@@ -104,6 +107,8 @@ fn routes(state: Shared) -> Router {
     };
     Router::new()
         .route("/healthz", get(healthz))
+        // The console's files: open to everyone, like /healthz (they hold no data; the APIs they call check).
+        .merge(console::routes())
         .merge(others)
         .nest(
             "/messages",

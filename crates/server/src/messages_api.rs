@@ -4,7 +4,9 @@
 //!   the `total` over all pages. `since`/`until` take milliseconds since the epoch or an ISO date
 //!   (`2024-03-15`, `2024-03-15T14:30:00Z`).
 //! - `GET /messages/{id}`: header facts, the raw message (text), its JSON view, the delivery history and its
-//!   `validation` (computed on read, under the engine's `[validation]` profile for its type and sender).
+//!   `validation` (computed on read, under the engine's `[validation]` profile for its type and sender). With
+//!   `names=true` the JSON view carries the message structure and version, each segment's group path and name and
+//!   each field's name (`hl7v2::to_json_with_names`): what the console shows.
 //! - `GET /messages/{id}/raw`: the exact bytes received.
 //! - `GET /messages/{id}/fhir?bundle=message|transaction|collection`: the FHIR R4 Bundle the message becomes by the
 //!   HL7 v2-to-FHIR guide, the same bytes (ids included) a `fhir` or `format = "fhir-json"` route delivers.
@@ -149,7 +151,25 @@ async fn list(
     .into_response())
 }
 
-async fn show(State(state): State<Shared>, Path(id): Path<String>) -> Result<Response, ApiError> {
+#[derive(Debug, Deserialize)]
+struct ShowParams {
+    names: Option<String>,
+}
+
+async fn show(
+    State(state): State<Shared>,
+    Path(id): Path<String>,
+    Query(p): Query<ShowParams>,
+) -> Result<Response, ApiError> {
+    let names = match p.names.as_deref() {
+        None | Some("false") => false,
+        Some("true" | "") => true,
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!(
+                "names={other:?}: expected true or false"
+            )));
+        }
+    };
     let engine = engine(&state)?;
     let id = message_id(&id)?;
     let (stored, validation) = blocking(move || {
@@ -193,7 +213,12 @@ async fn show(State(state): State<Shared>, Path(id): Path<String>) -> Result<Res
     obj.insert("raw".into(), String::from_utf8_lossy(&stored.raw).into());
     // When the bytes are not UTF-8, `raw` is lossy: `/raw` has the exact bytes.
     obj.insert("raw_exact".into(), exact_text.into());
-    obj.insert("message".into(), hl7v2::to_json(&parsed));
+    let view = if names {
+        hl7v2::to_json_with_names(&parsed)
+    } else {
+        hl7v2::to_json(&parsed)
+    };
+    obj.insert("message".into(), view);
     obj.insert("deliveries".into(), deliveries.into());
     obj.insert("validation".into(), validation);
     Ok(axum::Json(out).into_response())

@@ -312,3 +312,78 @@ async fn the_guides_vocabulary_maps_answer_translate() {
     );
     assert!(text.contains("\"female\""), "{text}");
 }
+
+/// `POST /hl7/parse`: the console's paste box shows segments with group paths and named fields, and the lenient
+/// profile's issues at their field.
+#[tokio::test]
+async fn parse_names_segments_and_fields_and_reports_issues() {
+    let (first, _) = app();
+    let req = Request::post("/hl7/parse")
+        .header("content-type", "x-application/hl7-v2+er7")
+        .body(Body::from(adt("P1", NAMELESS_PID, "\n")))
+        .unwrap();
+    let (status, _, text) = send(first, req).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let m = &v["message"];
+    assert_eq!(m["structure"], "ADT_A01");
+    assert_eq!(m["version"], "2.5.1");
+    let pid = &m["segments"][2];
+    assert_eq!(pid["id"], "PID");
+    assert_eq!(pid["name"], "Patient Identification");
+    assert_eq!(pid["path"], "/PID(0)");
+    assert_eq!(pid["names"][2], "Patient Identifier List");
+    assert_eq!(
+        pid["fields"][2],
+        serde_json::json!(["12345", "", "", "HOSP", "MR"])
+    );
+    assert_eq!(v["validation"]["valid"], false);
+    assert_eq!(v["validation"]["issues"][0]["path"], "/PID-5");
+
+    for body in ["", "not a message"] {
+        let (fresh, _) = app();
+        let req = Request::post("/hl7/parse").body(Body::from(body)).unwrap();
+        let (status, _, text) = send(fresh, req).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+        assert!(text.contains("no segment starts with MSH"), "{text}");
+    }
+}
+
+/// `GET /messages/{id}?names=true`: the stored message's view with names, as the console's desk shows it.
+#[tokio::test]
+async fn a_stored_message_is_shown_with_names_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = interface::Engine::open(dir.path(), Default::default()).unwrap();
+    let receipt = engine
+        .receive(adt("N1", GOOD_PID, "\r").into_bytes().into(), "test")
+        .await;
+    let id = receipt.id.unwrap();
+    let (status, _, text) = get(
+        server::router(state_with(&engine)),
+        &format!("/messages/{id}?names=true"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["message"]["structure"], "ADT_A01");
+    assert_eq!(
+        v["message"]["segments"][0]["names"][9],
+        "Message Control ID"
+    );
+    assert_eq!(v["message"]["segments"][0]["fields"][9], "N1");
+    // Without the parameter the view is as it was (no names).
+    let (_, _, text) = get(
+        server::router(state_with(&engine)),
+        &format!("/messages/{id}"),
+    )
+    .await;
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!(v["message"]["segments"][0].get("names").is_none(), "{text}");
+    let (status, _, text) = get(
+        server::router(state_with(&engine)),
+        &format!("/messages/{id}?names=maybe"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+    engine.shutdown().await;
+}

@@ -6,6 +6,7 @@ use http_body_util::BodyExt;
 use tower::ServiceExt;
 
 mod auth;
+mod console;
 mod errors;
 mod hl7_api;
 mod https;

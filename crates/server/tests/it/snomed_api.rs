@@ -225,3 +225,44 @@ async fn print_documentation_examples() {
         );
     }
 }
+
+/// `ecl/parse` (Thoth's addition, what the console's ECL editor asks as you type): valid expressions printed in
+/// both syntaxes, errors with their position in bytes, UTF-16 units and line/column.
+#[tokio::test]
+async fn ecl_parse_prints_valid_expressions_and_places_errors() {
+    let (status, v) = get("/v1/snomed/ecl/parse?ecl=%3C%3C73211009%7CDiabetes%20mellitus%7C").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["brief"], "<< 73211009 |Diabetes mellitus|");
+    assert_eq!(v["long"], "descendantOrSelfOf 73211009 |Diabetes mellitus|");
+    // AND and OR mixed without brackets: the error is at the OR (byte 24).
+    let (status, v) =
+        get("/v1/snomed/ecl/parse?ecl=%3C%201234567%20AND%20%3C%202345678%20OR%20%3C%203456789")
+            .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(v["valid"], false);
+    assert_eq!(v["error"]["offset"], 24);
+    assert_eq!(v["error"]["utf16Offset"], 24);
+    assert_eq!(
+        (v["error"]["line"].clone(), v["error"]["column"].clone()),
+        (1.into(), 25.into())
+    );
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("brackets"),
+        "{v}"
+    );
+    // A term with a non-ASCII letter before the error: bytes and UTF-16 units differ ("é" is 2 bytes, 1 unit).
+    let (_, v) = get("/v1/snomed/ecl/parse?ecl=%3C%2073211009%20%7C%C3%A9%7C%20%3A").await;
+    assert_eq!(v["valid"], false, "{v}");
+    let bytes = v["error"]["offset"].as_u64().unwrap();
+    assert_eq!(
+        v["error"]["utf16Offset"].as_u64().unwrap(),
+        bytes - 1,
+        "{v}"
+    );
+    // No expression: a 400 with both error shapes.
+    let (status, v) = get("/v1/snomed/ecl/parse").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(v["error"], "missing parameter: ecl");
+    assert_eq!(v["resourceType"], "OperationOutcome");
+}

@@ -1,0 +1,74 @@
+// The console's shell: navigation, and the page the address names. Every page is a deep link (`#/...`), so the
+// browser's history, bookmarks and shared links work.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { html, currentRoute } from './ui.js';
+import { BrowsePage, ConceptPage, CodePage } from './browse.js';
+import { EclPage } from './ecl.js';
+import { FhirPage } from './fhir.js';
+import { MessagesPage, MessagePage, PastePage } from './messages.js';
+
+const SECTIONS = [
+  ['browse', 'Browse'],
+  ['ecl', 'ECL'],
+  ['fhir', 'FHIR'],
+  ['messages', 'Messages'],
+];
+
+/** Which navigation section a route belongs to. */
+function section(path) {
+  const first = path[0] || 'browse';
+  if (first === 'concept' || first === 'code') return 'browse';
+  if (first === 'hl7') return 'messages';
+  return first;
+}
+
+function Page({ route }) {
+  const [first, second] = route.path;
+  switch (first || 'browse') {
+    case 'browse': return html`<${BrowsePage} params=${route.params} />`;
+    case 'concept': return html`<${ConceptPage} id=${second} />`;
+    case 'code': return html`<${CodePage} params=${route.params} />`;
+    case 'ecl': return html`<${EclPage} params=${route.params} />`;
+    case 'fhir': return html`<${FhirPage} params=${route.params} />`;
+    case 'messages':
+      return second
+        ? html`<${MessagePage} id=${second} />`
+        : html`<${MessagesPage} params=${route.params} />`;
+    case 'hl7': return html`<${PastePage} />`;
+    default:
+      return html`<p class="error" role="alert">There is no page “${first}” in the console. Choose one above.</p>`;
+  }
+}
+
+function App() {
+  const [route, setRoute] = useState(currentRoute());
+  useEffect(() => {
+    // Only a new location (a link, back/forward) changes the page; replaceState from typing does not fire this.
+    const onHash = () => setRoute(currentRoute());
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+  useEffect(() => {
+    // After navigation, move focus to the page heading so keyboard and screen-reader users start there.
+    const h1 = document.querySelector('main h1');
+    if (h1 && document.activeElement === document.body) h1.focus({ preventScroll: true });
+  }, [route.path.join('/')]);
+  const current = section(route.path);
+  return html`
+    <header class="top">
+      <a class="brand" href="#/browse" aria-label="Thoth console home">Thoth</a>
+      <nav aria-label="Sections">
+        <ul>
+          ${SECTIONS.map(([id, label]) => html`
+            <li><a href=${`#/${id}`} aria-current=${current === id ? 'page' : undefined}>${label}</a></li>`)}
+        </ul>
+      </nav>
+    </header>
+    <main id="main"><${Page} key=${route.raw} route=${route} /></main>`;
+}
+
+render(html`<${App} />`, document.getElementById('app'));
+// Tests and the performance measurement read this mark: the first render is done.
+document.documentElement.dataset.ready = 'true';
+performance.mark('thoth-console-interactive');

@@ -1,0 +1,299 @@
+"""The Thoth console driven in a real browser (headless Chromium through Playwright).
+
+Run by `cargo xtask console-test`, which prepares a data directory (the conformance SNOMED CT subset, the LOINC
+subset, the FHIR packages), starts `thoth serve` and passes its addresses:
+
+    python3 test_console.py --url http://127.0.0.1:PORT --mllp 127.0.0.1:MLLP_PORT --screenshots DIR
+
+It walks what a person does: search -> concept page -> parent -> child; ECL with a syntax error, then a valid
+expression and its count; a value set expansion; a message sent over MLLP appears in the desk, opens with named
+fields, replays. Every screen is saved as a PNG in DIR. Any error in the browser console, any uncaught exception
+and any failed request fails the run. It also prints the first load's compressed bytes, its time to interactive
+and a search keystroke's time to results (docs/PERFORMANCE.md).
+"""
+
+import argparse
+import os
+import re
+import shutil
+import socket
+import statistics
+import sys
+import time
+
+from playwright.sync_api import expect, sync_playwright
+
+MLLP_START, MLLP_END = b"\x0b", b"\x1c\x0d"
+TIMEOUT_MS = 15_000
+
+
+def chromium_path():
+    """Debian's chromium (no browser download): THOTH_CHROMIUM, or the first one on PATH."""
+    for candidate in (os.environ.get("THOTH_CHROMIUM"), "chromium", "chromium-browser"):
+        if candidate and shutil.which(candidate):
+            return shutil.which(candidate)
+    sys.exit("ERROR: no chromium found (apt-get install chromium, or set THOTH_CHROMIUM)")
+
+
+def send_mllp(addr, message):
+    """Sends one message over MLLP and returns the ACK's text."""
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(MLLP_START + message.encode() + MLLP_END)
+        data = b""
+        while not data.endswith(MLLP_END):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return data.strip(MLLP_START + MLLP_END).decode()
+
+
+class Run:
+    def __init__(self, page, shots):
+        self.page = page
+        self.shots = shots
+        self.problems = []
+        # While a step provokes an API error on purpose, Chromium's "Failed to load resource: ... status of 4xx"
+        # line is expected; nothing else is.
+        self.expected_status = None
+        page.on("console", self.on_console)
+        page.on("pageerror", lambda e: self.problems.append(f"uncaught exception: {e}"))
+        page.on("requestfailed", self.on_failed)
+
+    def on_console(self, msg):
+        if self.expected_status and f"status of {self.expected_status}" in msg.text:
+            return
+        if msg.type in ("error", "warning") and "ERR_ABORTED" not in msg.text:
+            self.problems.append(f"console {msg.type}: {msg.text} ({msg.location})")
+
+    def on_failed(self, request):
+        # Requests the console cancels on purpose (a newer keystroke) are aborted, not failed.
+        if "ERR_ABORTED" not in (request.failure or ""):
+            self.problems.append(f"request failed: {request.url} {request.failure}")
+
+    def shot(self, name):
+        self.page.screenshot(path=os.path.join(self.shots, f"{name}.png"), full_page=True)
+
+    def check_clean(self, where):
+        if self.problems:
+            raise AssertionError(f"{where}: browser reported problems:\n  " + "\n  ".join(self.problems))
+
+
+def first_load(browser, url):
+    """Compressed bytes on the wire and time to interactive of a first visit (cold cache), loopback."""
+    context = browser.new_context()
+    page = context.new_page()
+    sizes = []
+    page.on("requestfinished", lambda r: sizes.append(r.sizes()["responseBodySize"] + r.sizes()["responseHeadersSize"]))
+    page.goto(url + "/#/browse")
+    page.wait_for_selector("html[data-ready=true]")
+    tti = page.evaluate(
+        "performance.getEntriesByName('thoth-console-interactive')[0].startTime"
+    )
+    # Only the files: the API calls the first page makes are data, not the console.
+    files = page.evaluate(
+        "performance.getEntriesByType('resource').filter(e => !e.name.includes('/fhir/') && !e.name.includes('/v1/'))"
+        ".map(e => e.transferSize).concat([performance.getEntriesByType('navigation')[0].transferSize])"
+    )
+    context.close()
+    return sum(files), tti
+
+
+def search_latency(page, words, rounds=3):
+    """Milliseconds from a keystroke in the search box to its results on screen (median over typed prefixes)."""
+    times = []
+    page.get_by_role("link", name="Browse", exact=True).click()
+    box = page.get_by_role("searchbox", name="Search")
+    for _ in range(rounds):
+        for word in words:
+            for i in range(3, len(word) + 1):
+                box.fill(word[: i - 1])
+                page.wait_for_timeout(30)
+                started = page.evaluate("performance.now()")
+                page.evaluate(
+                    """(text) => { window.__seen = null; const box = document.querySelector('input[type=search]');
+                    const list = () => document.querySelector('ul.results');
+                    new MutationObserver((_, obs) => { const l = list(); if (l && box.value === text) {
+                      window.__seen = performance.now(); obs.disconnect(); } })
+                      .observe(document.querySelector('main'), { childList: true, subtree: true, characterData: true }); }""",
+                    word[:i],
+                )
+                box.press(word[i - 1])
+                page.wait_for_function("window.__seen !== null", timeout=TIMEOUT_MS)
+                times.append(page.evaluate("window.__seen") - started)
+    return statistics.median(times), max(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--mllp", required=True)
+    ap.add_argument("--screenshots", required=True)
+    ap.add_argument("--perf-only", action="store_true", help="measure only (a server with any SNOMED CT release)")
+    ap.add_argument("--words", default="appendicitis,diabetes,fracture")
+    args = ap.parse_args()
+    os.makedirs(args.screenshots, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        # Warm once (the server compresses its files at first use), then measure a cold browser cache.
+        first_load(browser, args.url)
+        loads = [first_load(browser, args.url) for _ in range(5)]
+        total_bytes = max(b for b, _ in loads)
+        tti = statistics.median(t for _, t in loads)
+        print(f"first load: {total_bytes} bytes on the wire (compressed); time to interactive median {tti:.0f} ms")
+        assert total_bytes <= 150 * 1024, total_bytes
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        run = Run(page, args.screenshots)
+        page.goto(args.url + "/")
+        page.wait_for_selector("html[data-ready=true]")
+        if args.perf_only:
+            median, worst = search_latency(page, args.words.split(","))
+            print(f"search keystroke to results: median {median:.1f} ms, worst {worst:.1f} ms")
+            run.check_clean("search")
+            return
+        walk(run, args)
+        median, worst = search_latency(page, ["appendicitis", "fracture"], rounds=1)
+        print(f"search keystroke to results (conformance subset): median {median:.1f} ms, worst {worst:.1f} ms")
+        run.check_clean("the end")
+        browser.close()
+    print("console: every screen passed")
+
+
+def walk(run, args):
+    page = run.page
+    for name in ["Browse", "ECL", "FHIR", "Messages"]:
+        expect(page.get_by_role("link", name=name, exact=True)).to_be_visible()
+
+    # Browse: search -> concept page -> parent -> child.
+    page.get_by_role("link", name="Browse", exact=True).click()
+    box = page.get_by_role("searchbox", name="Search")
+    box.fill("appendic")
+    result = page.get_by_role("link", name=re.compile(r"^Appendicitis\b.*74400008"))
+    expect(result.first).to_be_visible()
+    expect(page.locator("ul.results mark").first).to_have_text(re.compile("appendic", re.I))
+    run.shot("01-search")
+    # The search is a deep link.
+    assert "q=appendic" in page.url, page.url
+    result.first.click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Appendicitis")
+    expect(page.get_by_text("74400008").first).to_be_visible()
+    expect(page.get_by_role("heading", name="Descriptions")).to_be_visible()
+    expect(page.get_by_role("cell", name="Appendicitis", exact=True).first).to_be_visible()
+    run.shot("02-concept")
+    parents = page.locator("section[aria-labelledby=h-parents] ul.plain a")
+    expect(parents.first).to_be_visible()
+    parent_name = parents.first.inner_text()
+    parents.first.click()
+    expect(page.get_by_role("heading", level=1)).to_have_text(parent_name)
+    child = page.locator("ul.tree a", has_text=re.compile(r"^Appendicitis$"))
+    expect(child.first).to_be_visible()
+    run.shot("03-parent")
+    child.first.click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Appendicitis")
+    # Browser history works: back to the parent.
+    page.go_back()
+    expect(page.get_by_role("heading", level=1)).to_have_text(parent_name)
+    # A concept that does not exist: a message, not a blank page.
+    run.expected_status = 400
+    page.goto(args.url + "/#/concept/999999999")
+    expect(page.get_by_role("alert")).to_contain_text("999999999")
+    run.expected_status = None
+    run.check_clean("browse")
+
+    # ECL: a syntax error shown at its position, then a valid expression and its count.
+    page.get_by_role("link", name="ECL", exact=True).click()
+    ecl = page.get_by_role("textbox", name="ECL")
+    ecl.fill("<< 74400008 AND")
+    expect(page.get_by_role("alert")).to_contain_text("Syntax error at line 1, column")
+    expect(page.locator(".ecl-editor .err-mark").first).to_be_visible()
+    run.shot("04-ecl-error")
+    ecl.fill("<<128121009|Disorder of trunk|")
+    count = page.get_by_text(re.compile(r"^\d+ concepts?$"))
+    expect(count).to_be_visible()
+    n = int(count.inner_text().split()[0])
+    assert n > 20, n
+    expect(page.locator("pre.pretty").first).to_have_text("<< 128121009 |Disorder of trunk|")
+    expect(page.locator("ol.results a")).to_have_count(20)
+    run.shot("05-ecl")
+    page.get_by_role("button", name="Next page").click()
+    expect(page.get_by_text(f"21–40 of {n}")).to_be_visible()
+    first = page.locator("ol.results a").first
+    first_name = first.inner_text()
+    first.click()
+    expect(page.get_by_role("heading", level=1)).to_have_text(first_name)
+    page.go_back()
+    expect(page.get_by_text(f"21–40 of {n}")).to_be_visible()
+    assert "ecl?q=" in page.url, page.url
+    run.check_clean("ECL")
+
+    # FHIR: a value set expansion, with the request shown.
+    page.get_by_role("link", name="FHIR", exact=True).click()
+    page.get_by_role("combobox", name="Value set URL").fill("http://hl7.org/fhir/ValueSet/administrative-gender")
+    page.get_by_role("button", name="Run $expand").click()
+    expect(page.locator("pre.request")).to_contain_text("GET /fhir/ValueSet/$expand?url=")
+    expect(page.get_by_role("cell", name="female", exact=True)).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^\d+ concepts$"))).to_be_visible()
+    run.shot("06-fhir-expand")
+    # An unknown value set: the server's explanation, shown.
+    run.expected_status = 404
+    page.get_by_role("combobox", name="Value set URL").fill("http://example.org/no-such-value-set")
+    page.get_by_role("button", name="Run $expand").click()
+    expect(page.get_by_role("alert")).to_contain_text("no-such-value-set")
+    run.expected_status = None
+    run.check_clean("FHIR")
+
+    # Messages: one sent over MLLP appears in the desk, opens with named fields, replays.
+    control = f"CONSOLE{int(time.time())}"
+    ack = send_mllp(args.mllp, "\r".join([
+        f"MSH|^~\\&|CONSOLETEST|HOSP|EHR|HOSP|20240315143000||ADT^A01^ADT_A01|{control}|P|2.5.1",
+        "EVN|A01|20240315143000",
+        "PID|1||12345^^^HOSP^MR||DOE^JANE||19800101|F",
+        "PV1|1|I|WARD1^101^A",
+    ]) + "\r")
+    assert "MSA|AA" in ack, ack
+    page.get_by_role("link", name="Messages", exact=True).click()
+    table = page.get_by_role("table", name="Messages")
+    row = table.get_by_role("row").filter(has_text=control)
+    expect(row).to_be_visible()
+    run.shot("07-messages")
+    row.get_by_role("link").first.click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("ADT^A01")
+    expect(page.get_by_role("cell", name="Patient Name", exact=True)).to_be_visible()
+    expect(page.get_by_role("cell", name="Message Control ID", exact=True)).to_be_visible()
+    expect(page.get_by_role("cell", name=control, exact=True)).to_be_visible()
+    run.shot("08-message")
+    page.get_by_role("button", name="Replay").click()
+    expect(page.get_by_role("status")).to_contain_text("Replayed")
+    page.get_by_role("button", name="Show FHIR Bundle").click()
+    expect(page.get_by_label("FHIR Bundle")).to_contain_text('"resourceType": "Bundle"')
+    run.shot("09-message-replayed")
+    # The paste box: parse with names.
+    page.goto(args.url + "/#/hl7")
+    page.get_by_role("button", name="Use a sample").click()
+    page.get_by_role("button", name="Parse").click()
+    expect(page.get_by_role("cell", name="Patient Name", exact=True)).to_be_visible()
+    run.shot("10-paste")
+    run.expected_status = 400
+    page.get_by_role("textbox", name="HL7 v2 message").fill("this is not HL7")
+    page.get_by_role("button", name="Validate").click()
+    expect(page.get_by_role("alert")).to_contain_text("MSH")
+    run.expected_status = None
+    run.check_clean("messages")
+
+    # Keyboard alone: Tab from the top reaches the navigation, Enter follows it.
+    page.goto(args.url + "/#/browse")
+    page.wait_for_selector("html[data-ready=true]")
+    page.keyboard.press("Escape")
+    page.locator("body").focus()
+    page.get_by_role("link", name="ECL", exact=True).focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("textbox", name="ECL")).to_be_focused()
+    page.keyboard.type("<< 128121009")
+    expect(page.get_by_text(re.compile(r"^\d+ concepts?$"))).to_be_visible()
+    run.check_clean("keyboard")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+//! `cargo xtask console-test [--perf-only --data DIR]`: the console in a real browser.
+//!
+//! Prepares a data directory as `tx-conformance` does (the FHIR packages, the LOINC subset, the SNOMED CT subset
+//! of `../shared/tx-ecosystem`), builds the debug `thoth`, starts `thoth serve` on free ports and runs
+//! `crates/server/tests/console/test_console.py` (Playwright for Python driving Debian's headless Chromium;
+//! `scripts/test.sh` installs both). Screenshots go to `target/console-test/screenshots` (not committed).
+//!
+//! `--perf-only --data DIR` serves an existing data directory instead (the full-scale synthetic release, say) and
+//! only measures: first load, time to interactive, search keystroke to results.
+
+use crate::tx_conformance::{import_loinc, import_snomed, prepare_data, wait_healthy};
+use anyhow::{Context, bail};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Runs the task with the arguments after `console-test`.
+pub fn run(args: &[String]) -> anyhow::Result<()> {
+    let mut perf_only = false;
+    let mut data: Option<PathBuf> = None;
+    let mut words: Option<String> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--perf-only" => perf_only = true,
+            "--data" => data = Some(it.next().context("--data needs a directory")?.into()),
+            "--words" => words = Some(it.next().context("--words needs a list")?.clone()),
+            other => bail!("unknown option {other}"),
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask has no parent directory")?
+        .to_path_buf();
+    let shared = root.join("../shared");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let work = target.join("console-test");
+
+    eprintln!("building thoth ...");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    if !Command::new(cargo)
+        .args(["build", "-p", "thoth"])
+        .current_dir(&root)
+        .status()?
+        .success()
+    {
+        bail!("cargo build failed");
+    }
+    let exe = target.join("debug/thoth");
+    let data = match data {
+        Some(d) => d,
+        None => {
+            if !shared.join("tx-ecosystem/tx-source/snomed").is_dir() {
+                bail!("../shared/tx-ecosystem is missing beside this checkout");
+            }
+            let d = work.join("data");
+            // A fresh directory each run: the message store starts empty and the store matches the build.
+            let _ = std::fs::remove_dir_all(&d);
+            prepare_data(&shared, &d)?;
+            import_loinc(&exe, &shared, &d)?;
+            import_snomed(&exe, &shared, &d)?;
+            d
+        }
+    };
+    let free_port =
+        || -> anyhow::Result<u16> { Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port()) };
+    let (http, mllp) = (free_port()?, free_port()?);
+    std::fs::create_dir_all(&work)?;
+    let log = std::fs::File::create(work.join("server.log"))?;
+    let mut server = Command::new(&exe)
+        .arg("--data")
+        .arg(&data)
+        .args(["serve", "--offline"])
+        .args(["--http", &format!("127.0.0.1:{http}")])
+        .args(["--mllp", &format!("127.0.0.1:{mllp}")])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("starting {}", exe.display()))?;
+    let result = (|| {
+        wait_healthy(http, Duration::from_secs(300))?;
+        let mut test = Command::new("python3");
+        test.arg(root.join("crates/server/tests/console/test_console.py"))
+            .args(["--url", &format!("http://127.0.0.1:{http}")])
+            .args(["--mllp", &format!("127.0.0.1:{mllp}")])
+            .arg("--screenshots")
+            .arg(work.join("screenshots"));
+        if perf_only {
+            test.arg("--perf-only");
+        }
+        if let Some(w) = &words {
+            test.args(["--words", w]);
+        }
+        let status = test.status().context("running python3")?;
+        if !status.success() {
+            bail!(
+                "the console test failed (server log: {}, screenshots: {})",
+                work.join("server.log").display(),
+                work.join("screenshots").display()
+            );
+        }
+        anyhow::Ok(())
+    })();
+    let _ = server.kill();
+    let _ = server.wait();
+    result
+}
