@@ -120,6 +120,12 @@ fn producer(cfg: &KafkaRouteConfig, attempt_timeout: Duration) -> Result<FutureP
 /// What finished: the message, its failures before this attempt, and the attempt's outcome.
 type Finished = (MessageId, u32, Result<String, String>);
 
+/// A record in flight.
+type InFlight = std::pin::Pin<Box<dyn std::future::Future<Output = Finished> + Send>>;
+
+/// A consumed message being stored: its partition and offset, and whether it is stored.
+type Storing = std::pin::Pin<Box<dyn std::future::Future<Output = (i32, i64, bool)> + Send>>;
+
 /// Delivers route `index`'s queue to its Kafka topic until the engine stops.
 pub(crate) async fn deliver(
     inner: Arc<Inner>,
@@ -145,9 +151,7 @@ pub(crate) async fn deliver(
             return;
         }
     };
-    let mut in_flight: FuturesUnordered<
-        std::pin::Pin<Box<dyn std::future::Future<Output = Finished> + Send>>,
-    > = FuturesUnordered::new();
+    let mut in_flight: FuturesUnordered<InFlight> = FuturesUnordered::new();
     // Failed records waiting for their retry: (due, id, failures so far).
     let mut retries: BinaryHeap<Reverse<(Instant, u64, u32)>> = BinaryHeap::new();
     let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
@@ -229,7 +233,7 @@ async fn send(
     id: MessageId,
     failures: u32,
     attempt_timeout: Duration,
-) -> Option<std::pin::Pin<Box<dyn std::future::Future<Output = Finished> + Send>>> {
+) -> Option<InFlight> {
     // A message can be queued twice (a replay while it was pending); deliver it once.
     match inner.store.is_pending(id, route) {
         Ok(true) => {}
@@ -388,19 +392,17 @@ pub(crate) async fn consume(
     };
     let max_frame = engine.config().mllp.max_frame_bytes;
     // In receive order, so that an offset is stored only once every earlier record of the topic is stored too.
-    let mut storing: FuturesOrdered<
-        std::pin::Pin<Box<dyn std::future::Future<Output = (i32, i64, bool)> + Send>>,
-    > = FuturesOrdered::new();
+    let mut storing: FuturesOrdered<Storing> = FuturesOrdered::new();
     loop {
         tokio::select! {
             biased;
             _ = stop.changed() => break,
             Some((partition, offset, stored)) = storing.next(), if !storing.is_empty() => {
-                if stored {
-                    if let Err(e) = consumer.store_offset(&topic, partition, offset) {
-                        // A partition revoked meanwhile: its next owner reads the record again (a duplicate).
-                        tracing::debug!(topic, partition, offset, "offset not stored: {e}");
-                    }
+                if stored
+                    && let Err(e) = consumer.store_offset(&topic, partition, offset)
+                {
+                    // A partition revoked meanwhile: its next owner reads the record again (a duplicate).
+                    tracing::debug!(topic, partition, offset, "offset not stored: {e}");
                 }
             }
             m = consumer.recv(), if storing.len() < SOURCE_WINDOW => match m {

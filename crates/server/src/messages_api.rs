@@ -393,7 +393,13 @@ pub(crate) fn engine_metrics(engine: &Engine, out: &mut String) {
         let _ = writeln!(out, "thoth_engine_{name}_total {value}");
     }
     // Per route: its lag (a gauge) and its outcomes, so that a destination that is down shows by name.
-    let per_route: [(&str, &str, &str, fn(&interface::RouteStats) -> u64); 4] = [
+    type Series = (
+        &'static str,
+        &'static str,
+        &'static str,
+        fn(&interface::RouteStats) -> u64,
+    );
+    let per_route: [Series; 4] = [
         (
             "route_pending",
             "gauge",
