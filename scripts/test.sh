@@ -25,6 +25,17 @@ if ! command -v protoc >/dev/null || ! command -v javac >/dev/null || ! command 
     $SUDO apt-get install -y -qq --no-install-recommends protobuf-compiler openjdk-17-jdk-headless maven unzip python3-venv
 fi
 
+# Kafka (the `kafka` feature of `interface`, on in the `thoth` binary): librdkafka is compiled from source by cargo,
+# which needs a C toolchain, make, perl, pkg-config and the OpenSSL headers (for TLS to brokers). The Kafka tests run
+# a real broker, Apache Kafka from Maven Central (scripts/kafka-broker.sh, Java 17 above), fetched here once.
+if ! command -v cc >/dev/null || ! command -v make >/dev/null || ! command -v perl >/dev/null \
+    || ! command -v pkg-config >/dev/null || [ ! -f /usr/include/openssl/ssl.h ]; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends build-essential perl pkg-config libssl-dev
+fi
+bash scripts/kafka-broker.sh fetch
+
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # Generated FHIR code must match the R4 package it claims to come from (reads ../shared/data/fhir/packages).

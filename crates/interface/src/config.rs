@@ -59,6 +59,15 @@ use std::time::Duration;
 /// name = "bundles"
 /// dir = "/var/spool/bundles"
 /// format = "fhir-json"            # dir only: "hl7" (default, the message's bytes) or "fhir-json" (its Bundle)
+///
+/// [[route]]                       # Apache Kafka (the `kafka` cargo feature, on in the `thoth` binary)
+/// name = "stream"
+/// kafka = { brokers = "127.0.0.1:9092", topic = "hl7.adt", key = "control_id", value = "raw" }
+///
+/// [[kafka_source]]                # consume raw v2 messages from a topic into the same pipeline
+/// brokers = "127.0.0.1:9092"
+/// topic = "hl7.in"
+/// group = "thoth"
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -79,6 +88,9 @@ pub struct EngineConfig {
     /// Where messages go.
     #[serde(rename = "route")]
     pub routes: Vec<RouteConfig>,
+    /// Kafka topics messages are consumed from (each message as if received over MLLP).
+    #[serde(rename = "kafka_source")]
+    pub kafka_sources: Vec<KafkaSourceConfig>,
 }
 
 /// When a message is acknowledged.
@@ -292,6 +304,73 @@ pub struct RouteConfig {
     pub fhir: Option<String>,
     /// What a `dir` route writes: `hl7` (the message's bytes, the default) or `fhir-json` (its FHIR Bundle).
     pub format: Option<String>,
+    /// Deliver to an Apache Kafka topic (idempotent producer, `acks=all`).
+    pub kafka: Option<KafkaRouteConfig>,
+}
+
+/// A Kafka route's destination: `kafka = { brokers = "host:9092", topic = "hl7.adt", key = "control_id" }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaRouteConfig {
+    /// Bootstrap servers, `host:port[,host:port...]`.
+    pub brokers: String,
+    /// The topic messages are produced to.
+    pub topic: String,
+    /// The record key.
+    #[serde(default)]
+    pub key: KafkaKey,
+    /// The record value.
+    #[serde(default)]
+    pub value: KafkaValue,
+    /// Further librdkafka producer settings (`"compression.type" = "zstd"`, security settings...); they cannot
+    /// turn off idempotence or `acks=all`.
+    #[serde(default)]
+    pub properties: std::collections::BTreeMap<String, String>,
+}
+
+/// What a Kafka record's key is. The key picks the partition, so it also decides what keeps its order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum KafkaKey {
+    /// The sender and MSH-10, `SENDER/CONTROL-ID` (the default): the same message sent twice has the same key.
+    #[default]
+    ControlId,
+    /// Thoth's message id (decimal): unique per stored message.
+    MessageId,
+    /// No key: records spread over the partitions.
+    None,
+}
+
+/// What a Kafka record's value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum KafkaValue {
+    /// The message's bytes as received (the default).
+    #[default]
+    Raw,
+    /// The message's JSON view (`thoth hl7 json`).
+    Json,
+    /// Its FHIR R4 Bundle by the HL7 v2-to-FHIR guide (a `message` Bundle, the same bytes a `fhir-json` dir
+    /// route writes).
+    Fhir,
+}
+
+/// `[[kafka_source]]`: a topic whose records are HL7 v2 messages (raw bytes), consumed into the engine as if they
+/// had arrived over MLLP. An offset is committed only once the message it covers is durable in the store.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaSourceConfig {
+    /// Bootstrap servers, `host:port[,host:port...]`.
+    pub brokers: String,
+    /// The topic to consume.
+    pub topic: String,
+    /// The consumer group (its committed offsets say where a restart resumes).
+    pub group: String,
+    /// Further librdkafka consumer settings; they cannot turn on automatic offset storing.
+    #[serde(default)]
+    pub properties: std::collections::BTreeMap<String, String>,
 }
 
 impl EngineConfig {
@@ -325,12 +404,17 @@ impl EngineConfig {
                 route.http.is_some(),
                 route.dir.is_some(),
                 route.fhir.is_some(),
+                route.kafka.is_some(),
             ];
             if targets.iter().filter(|t| **t).count() != 1 {
                 return Err(bad(format!(
-                    "route {:?} needs exactly one of `mllp`, `http`, `dir`, `fhir`",
+                    "route {:?} needs exactly one of `mllp`, `http`, `dir`, `fhir`, `kafka`",
                     route.name
                 )));
+            }
+            if let Some(k) = &route.kafka {
+                check_kafka(&k.brokers, &k.topic, &k.properties)
+                    .map_err(|e| bad(format!("route {:?}: {e}", route.name)))?;
             }
             match (&route.format, &route.dir) {
                 (None, _) => {}
@@ -349,11 +433,23 @@ impl EngineConfig {
                 }
             }
         }
+        for (i, source) in config.kafka_sources.iter().enumerate() {
+            check_kafka(&source.brokers, &source.topic, &source.properties)
+                .map_err(|e| bad(format!("kafka_source {}: {e}", i + 1)))?;
+            if source.group.trim().is_empty() {
+                return Err(bad(format!("kafka_source {}: `group` is empty", i + 1)));
+            }
+        }
         config.validation.check().map_err(bad)?;
         if config.delivery.max_attempts == 0 {
             return Err(bad("delivery.max_attempts must be at least 1".into()));
         }
         Ok(config)
+    }
+
+    /// Whether anything in this configuration needs the Kafka client.
+    pub fn uses_kafka(&self) -> bool {
+        !self.kafka_sources.is_empty() || self.routes.iter().any(|r| r.kafka.is_some())
     }
 
     /// The MLLP listener configuration, with TLS PEM files read.
@@ -399,4 +495,47 @@ impl EngineConfig {
             ..Default::default()
         })
     }
+}
+
+/// The checks a Kafka route and a Kafka source share; librdkafka would otherwise only say so at the first
+/// delivery, or never (an empty topic name is retried forever).
+fn check_kafka(
+    brokers: &str,
+    topic: &str,
+    properties: &std::collections::BTreeMap<String, String>,
+) -> Result<(), String> {
+    if !cfg!(feature = "kafka") {
+        return Err("this build of Thoth has no Kafka support (the `kafka` cargo feature)".into());
+    }
+    if brokers.trim().is_empty() {
+        return Err("`brokers` is empty".into());
+    }
+    // Kafka's own rule for topic names.
+    let legal = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if topic.is_empty()
+        || topic.len() > 249
+        || !topic.chars().all(legal)
+        || topic == "."
+        || topic == ".."
+    {
+        return Err(format!(
+            "topic {topic:?} is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)"
+        ));
+    }
+    // What the delivery guarantee rests on is not for a property to change.
+    for fixed in [
+        "enable.idempotence",
+        "acks",
+        "request.required.acks",
+        "enable.auto.offset.store",
+        "bootstrap.servers",
+        "group.id",
+    ] {
+        if properties.contains_key(fixed) {
+            return Err(format!(
+                "property {fixed:?} is set by Thoth and cannot be changed"
+            ));
+        }
+    }
+    Ok(())
 }

@@ -1,7 +1,8 @@
 //! The engine's counters and latency histograms, updated with atomics on the hot path and read as a [`Stats`]
 //! snapshot (exported by the server at `/metrics`).
 
-use crate::record::{Histogram, Stats};
+use crate::record::{Histogram, RouteStats, Stats};
+use crate::store::Outcome;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -63,9 +64,75 @@ pub(crate) struct Counters {
     pub store_latency: Latency,
     /// One commit of the writer thread (with fsync when durable).
     pub commit_latency: Latency,
+    /// Per route, in configuration order.
+    pub routes: Vec<RouteCounters>,
+}
+
+/// One route's counters: its lag (deliveries queued and not yet settled) and its failures.
+#[derive(Default)]
+pub(crate) struct RouteCounters {
+    pub name: String,
+    /// Deliveries queued: resumed at start, routed, replayed.
+    pub queued: AtomicU64,
+    /// Queued deliveries found already made (a message queued twice) and skipped.
+    pub skipped: AtomicU64,
+    pub delivered: AtomicU64,
+    pub failed_attempts: AtomicU64,
+    pub dead: AtomicU64,
 }
 
 impl Counters {
+    /// Counters for an engine with these routes.
+    pub(crate) fn with_routes<'a>(names: impl IntoIterator<Item = &'a str>) -> Counters {
+        Counters {
+            routes: names
+                .into_iter()
+                .map(|n| RouteCounters {
+                    name: n.to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn route(&self, name: &str) -> Option<&RouteCounters> {
+        self.routes.iter().find(|r| r.name == name)
+    }
+
+    /// A delivery queued on route `name`.
+    pub(crate) fn route_queued(&self, name: &str, n: u64) {
+        if let Some(r) = self.route(name) {
+            r.queued.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// A queued delivery of route `name` that turned out to be made already.
+    pub(crate) fn route_skipped(&self, name: &str) {
+        if let Some(r) = self.route(name) {
+            r.skipped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts an attempt's outcome, in the engine's totals and route `index`'s.
+    pub(crate) fn count_outcome(&self, index: usize, outcome: Outcome) {
+        let r = self.routes.get(index);
+        let bump = |total: &AtomicU64, per: Option<&AtomicU64>| {
+            total.fetch_add(1, Ordering::Relaxed);
+            if let Some(p) = per {
+                p.fetch_add(1, Ordering::Relaxed);
+            }
+        };
+        match outcome {
+            Outcome::Delivered => bump(&self.delivered, r.map(|r| &r.delivered)),
+            Outcome::Retry => bump(&self.failed_attempts, r.map(|r| &r.failed_attempts)),
+            Outcome::Dead => {
+                bump(&self.failed_attempts, r.map(|r| &r.failed_attempts));
+                bump(&self.dead, r.map(|r| &r.dead));
+            }
+        }
+    }
+
     pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
@@ -86,6 +153,21 @@ impl Counters {
             committed_ops: get(&self.committed_ops),
             store_latency: self.store_latency.snapshot(),
             commit_latency: self.commit_latency.snapshot(),
+            routes: self
+                .routes
+                .iter()
+                .map(|r| {
+                    let (queued, skipped) = (get(&r.queued), get(&r.skipped));
+                    let (delivered, dead) = (get(&r.delivered), get(&r.dead));
+                    RouteStats {
+                        name: r.name.clone(),
+                        pending: queued.saturating_sub(skipped + delivered + dead),
+                        delivered,
+                        failed_attempts: get(&r.failed_attempts),
+                        dead,
+                    }
+                })
+                .collect(),
         }
     }
 }

@@ -5,7 +5,6 @@ use crate::record::MessageId;
 use crate::route::Target;
 use crate::store::Outcome;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
@@ -32,7 +31,10 @@ pub(crate) async fn run(
         // A message can be queued twice (a replay while it was pending); deliver it once.
         match inner.store.is_pending(id, &route) {
             Ok(true) => {}
-            Ok(false) => continue,
+            Ok(false) => {
+                inner.counters.route_skipped(&route);
+                continue;
+            }
             Err(e) => {
                 tracing::error!(%id, route, "cannot read the delivery state: {e}");
                 continue;
@@ -40,7 +42,10 @@ pub(crate) async fn run(
         }
         let raw = match inner.store.raw(id) {
             Ok(Some(raw)) => raw,
-            Ok(None) => continue,
+            Ok(None) => {
+                inner.counters.route_skipped(&route);
+                continue;
+            }
             Err(e) => {
                 tracing::error!(%id, route, "cannot read the message: {e}");
                 continue;
@@ -66,20 +71,7 @@ pub(crate) async fn run(
                     (if last { Outcome::Dead } else { Outcome::Retry }, detail)
                 }
             };
-            match outcome {
-                Outcome::Delivered => inner.counters.delivered.fetch_add(1, Ordering::Relaxed),
-                Outcome::Retry => inner
-                    .counters
-                    .failed_attempts
-                    .fetch_add(1, Ordering::Relaxed),
-                Outcome::Dead => {
-                    inner
-                        .counters
-                        .failed_attempts
-                        .fetch_add(1, Ordering::Relaxed);
-                    inner.counters.dead.fetch_add(1, Ordering::Relaxed)
-                }
-            };
+            inner.counters.count_outcome(index, outcome);
             if outcome != Outcome::Delivered {
                 tracing::warn!(%id, route, failures, "delivery failed: {detail}");
             }

@@ -57,7 +57,9 @@ pub struct Receipt {
 impl Engine {
     /// Opens the store in `dir` (created if missing) and starts one delivery task per route.
     pub fn open(dir: &Path, config: EngineConfig) -> Result<Engine, EngineError> {
-        let counters = Arc::new(Counters::default());
+        let counters = Arc::new(Counters::with_routes(
+            config.routes.iter().map(|r| r.name.as_str()),
+        ));
         let store = Store::open(dir, &config.store, counters.clone())?;
         let routes: Vec<Route> = config
             .routes
@@ -80,6 +82,7 @@ impl Engine {
             match queues.get(&route) {
                 Some(q) => {
                     let _ = q.send(id);
+                    counters.route_queued(&route, 1);
                     resumed += 1;
                 }
                 None => {
@@ -104,10 +107,30 @@ impl Engine {
         let mut workers = Vec::new();
         for (index, rx) in receivers.into_iter().enumerate() {
             let stop = inner.stop.subscribe();
+            #[cfg(feature = "kafka")]
+            if inner.routes[index].config.kafka.is_some() {
+                workers.push(tokio::spawn(crate::kafka::deliver(
+                    inner.clone(),
+                    index,
+                    rx,
+                    stop,
+                )));
+                continue;
+            }
             workers.push(tokio::spawn(delivery::run(inner.clone(), index, rx, stop)));
         }
-        *inner.workers.lock().expect("workers lock") = workers;
-        Ok(Engine { inner })
+        let engine = Engine { inner };
+        #[cfg(feature = "kafka")]
+        for source in &engine.inner.config.kafka_sources {
+            let stop = engine.inner.stop.subscribe();
+            workers.push(tokio::spawn(crate::kafka::consume(
+                engine.clone(),
+                source.clone(),
+                stop,
+            )));
+        }
+        *engine.inner.workers.lock().expect("workers lock") = workers;
+        Ok(engine)
     }
 
     /// The configuration the engine runs with.
@@ -125,6 +148,19 @@ impl Engine {
     /// Receives one message: parses it leniently, validates it when `[validation]` asks for it, stores the exact
     /// bytes, queues it on the matching routes and builds the acknowledgement, when the configured timing allows.
     pub async fn receive(&self, raw: Bytes, peer: &str) -> Receipt {
+        self.receive_timed(raw, peer, self.inner.config.ack.timing)
+            .await
+    }
+
+    /// Receives one message from a source that must know it is durable before it lets go of it (a Kafka
+    /// source commits its offset then): as [`Engine::receive`], answering once the message is stored whatever
+    /// `[ack] timing` says, and without waiting for its deliveries.
+    #[cfg_attr(not(feature = "kafka"), allow(dead_code))]
+    pub(crate) async fn receive_durable(&self, raw: Bytes, peer: &str) -> Receipt {
+        self.receive_timed(raw, peer, AckTiming::AfterDurable).await
+    }
+
+    async fn receive_timed(&self, raw: Bytes, peer: &str, timing: AckTiming) -> Receipt {
         let inner = &self.inner;
         inner.counters.received.fetch_add(1, Ordering::Relaxed);
         let msg = Message::parse(&raw);
@@ -254,7 +290,7 @@ impl Engine {
             };
             ack.build()
         };
-        if inner.config.ack.timing == AckTiming::OnReceipt {
+        if timing == AckTiming::OnReceipt {
             let this = self.clone();
             tokio::spawn(async move {
                 if let Ok(Ok(inserted)) = pending.await {
@@ -286,7 +322,7 @@ impl Engine {
             Ok(Err(e)) => return self.failed(&msg, enhanced, &e),
             Err(_) => return self.failed(&msg, enhanced, &EngineError::ShuttingDown),
         };
-        let waits = if inner.config.ack.timing == AckTiming::AfterProcessing {
+        let waits = if timing == AckTiming::AfterProcessing {
             self.wait_for(&inserted)
         } else {
             Vec::new()
@@ -404,6 +440,7 @@ impl Engine {
         for route in &inserted.routes {
             if let Some(q) = self.inner.queues.get(route) {
                 let _ = q.send(inserted.id);
+                self.inner.counters.route_queued(route, 1);
             }
         }
     }
@@ -455,6 +492,7 @@ impl Engine {
         for route in &routes {
             if let Some(q) = self.inner.queues.get(route) {
                 let _ = q.send(id);
+                self.inner.counters.route_queued(route, 1);
             }
         }
         Ok(routes)

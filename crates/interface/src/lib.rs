@@ -31,6 +31,8 @@ mod delivery;
 mod engine;
 mod error;
 mod index;
+#[cfg(feature = "kafka")]
+mod kafka;
 mod load;
 mod log;
 mod record;
@@ -39,14 +41,18 @@ mod store;
 mod validation;
 
 pub use config::{
-    AckConfig, AckTiming, DeliveryConfig, DuplicateAction, DuplicateConfig, EngineConfig,
-    MllpConfig, RouteConfig, StoreConfig, TlsFiles,
+    AckConfig, AckTiming, DeliveryConfig, DuplicateAction, DuplicateConfig, EngineConfig, KafkaKey,
+    KafkaRouteConfig, KafkaSourceConfig, KafkaValue, MllpConfig, RouteConfig, StoreConfig,
+    TlsFiles,
 };
 pub use engine::{Engine, Receipt};
 pub use error::EngineError;
+#[cfg(feature = "kafka")]
+/// The names of the record headers a Kafka route writes.
+pub use kafka::header as kafka_header;
 pub use load::{LoadOptions, LoadReport, load};
 pub use record::{
-    Attempt, Delivery, DeliveryStatus, Histogram, MessageId, MessageSummary, Page, Query, Stats,
-    Status, StoredMessage,
+    Attempt, Delivery, DeliveryStatus, Histogram, MessageId, MessageSummary, Page, Query,
+    RouteStats, Stats, Status, StoredMessage,
 };
 pub use validation::{RuleOverride, RuleSeverity, ValidationConfig, ValidationMode};

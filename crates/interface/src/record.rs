@@ -226,6 +226,24 @@ pub struct Stats {
     pub store_latency: Histogram,
     /// The duration of one store commit.
     pub commit_latency: Histogram,
+    /// Per route, in configuration order.
+    pub routes: Vec<RouteStats>,
+}
+
+/// One route's lag and failures since the engine started.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct RouteStats {
+    /// The route's name.
+    pub name: String,
+    /// Deliveries queued and not yet made or dead-lettered: the route's lag, in messages.
+    pub pending: u64,
+    /// Deliveries made.
+    pub delivered: u64,
+    /// Attempts that failed.
+    pub failed_attempts: u64,
+    /// Deliveries dead-lettered.
+    pub dead: u64,
 }
 
 /// A latency histogram snapshot, in the shape Prometheus wants.

@@ -234,7 +234,7 @@ async fn http_outcome(response: reqwest::Response) -> Result<String, String> {
 
 /// The FHIR Bundle a message becomes by the HL7 v2-to-FHIR guide. Deterministic: a redelivery sends the same
 /// Bundle, with the same resource ids.
-fn to_bundle(msg: &hl7v2::Message<'_>, bundle: v2fhir::BundleType) -> Vec<u8> {
+pub(crate) fn to_bundle(msg: &hl7v2::Message<'_>, bundle: v2fhir::BundleType) -> Vec<u8> {
     let options = v2fhir::Options {
         bundle,
         ..Default::default()

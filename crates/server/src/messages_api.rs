@@ -417,6 +417,49 @@ pub(crate) fn engine_metrics(engine: &Engine, out: &mut String) {
         let _ = writeln!(out, "# TYPE thoth_engine_{name}_total counter");
         let _ = writeln!(out, "thoth_engine_{name}_total {value}");
     }
+    // Per route: its lag (a gauge) and its outcomes, so that a destination that is down shows by name.
+    type Series = (
+        &'static str,
+        &'static str,
+        &'static str,
+        fn(&interface::RouteStats) -> u64,
+    );
+    let per_route: [Series; 4] = [
+        (
+            "route_pending",
+            "gauge",
+            "Deliveries queued on the route and not yet made or dead-lettered (its lag, in messages).",
+            |r| r.pending,
+        ),
+        (
+            "route_delivered_total",
+            "counter",
+            "Deliveries the route made.",
+            |r| r.delivered,
+        ),
+        (
+            "route_failures_total",
+            "counter",
+            "Delivery attempts of the route that failed.",
+            |r| r.failed_attempts,
+        ),
+        (
+            "route_dead_lettered_total",
+            "counter",
+            "Deliveries of the route dead-lettered.",
+            |r| r.dead,
+        ),
+    ];
+    if !s.routes.is_empty() {
+        for (name, kind, help, value) in per_route {
+            let _ = writeln!(out, "# HELP thoth_engine_{name} {help}");
+            let _ = writeln!(out, "# TYPE thoth_engine_{name} {kind}");
+            for r in &s.routes {
+                let label = r.name.replace('\\', "\\\\").replace('"', "\\\"");
+                let _ = writeln!(out, "thoth_engine_{name}{{route=\"{label}\"}} {}", value(r));
+            }
+        }
+    }
     let histograms = [
         (
             "store_latency_seconds",

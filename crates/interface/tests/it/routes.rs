@@ -344,3 +344,63 @@ fn mllp_limits_come_from_the_configuration() {
         .unwrap();
     assert_eq!(off.frame_deadline, None);
 }
+
+#[test]
+fn kafka_configurations_are_checked_before_any_delivery() {
+    let ok = "[[route]]\nname = \"k\"\nkafka = { brokers = \"127.0.0.1:9092\", topic = \"hl7.adt\", \
+              key = \"message_id\", value = \"fhir\" }\n\
+              [[kafka_source]]\nbrokers = \"127.0.0.1:9092\"\ntopic = \"hl7.in\"\ngroup = \"thoth\"\n";
+    let parsed = interface::EngineConfig::from_toml(ok);
+    if !cfg!(feature = "kafka") {
+        let err = parsed.unwrap_err().to_string();
+        assert!(err.contains("no Kafka support"), "{err}");
+        return;
+    }
+    let config = parsed.unwrap();
+    assert!(config.uses_kafka());
+    let k = config.routes[0].kafka.as_ref().unwrap();
+    assert_eq!(
+        (k.key, k.value),
+        (interface::KafkaKey::MessageId, interface::KafkaValue::Fhir)
+    );
+    assert_eq!(config.kafka_sources[0].group, "thoth");
+    let cases = [
+        // Not a Kafka topic name.
+        (
+            "[[route]]\nname = \"k\"\nkafka = { brokers = \"b:1\", topic = \"hl7 adt\" }\n",
+            "not a Kafka topic name",
+        ),
+        // The delivery guarantee is not a property to turn off.
+        (
+            "[[route]]\nname = \"k\"\nkafka = { brokers = \"b:1\", topic = \"t\", properties = { acks = \"1\" } }\n",
+            "\"acks\" is set by Thoth",
+        ),
+        (
+            "[[route]]\nname = \"k\"\nkafka = { brokers = \"\", topic = \"t\" }\n",
+            "`brokers` is empty",
+        ),
+        (
+            "[[route]]\nname = \"k\"\nkafka = { brokers = \"b:1\", topic = \"t\", key = \"msh10\" }\n",
+            "unknown variant",
+        ),
+        (
+            "[[route]]\nname = \"k\"\ndir = \"/a\"\nkafka = { brokers = \"b:1\", topic = \"t\" }\n",
+            "exactly one",
+        ),
+        (
+            "[[kafka_source]]\nbrokers = \"b:1\"\ntopic = \"t\"\ngroup = \" \"\n",
+            "`group` is empty",
+        ),
+        (
+            "[[kafka_source]]\nbrokers = \"b:1\"\ntopic = \"t\"\ngroup = \"g\"\n\
+             properties = { \"enable.auto.offset.store\" = \"true\" }\n",
+            "set by Thoth",
+        ),
+    ];
+    for (toml, expected) in cases {
+        let err = interface::EngineConfig::from_toml(toml)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(expected), "{toml}: {err}");
+    }
+}

@@ -7,6 +7,7 @@ mod fhir_cli;
 mod fhir_protoc;
 mod hl7_cli;
 mod hl7apy_verdicts;
+mod kafka;
 mod serve;
 mod terminology;
 
