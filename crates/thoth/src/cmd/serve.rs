@@ -190,12 +190,14 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
             let _ = rx.wait_for(|stop| *stop).await;
         };
         let mllp_task = tokio::spawn(listener.serve(std::sync::Arc::new(engine.clone()), stopped(stop_rx.clone())));
-        let http = match args.http_threads {
-            Some(n) => {
-                server::serve_with_threads(args.http, state, n.into(), stopped(stop_rx.clone())).await
-            }
-            None => server::serve(args.http, state, stopped(stop_rx.clone())).await,
-        };
+        // The MCP endpoint (`POST /mcp`) is mounted among the routes: behind the same access control.
+        let mcp = mcp::http_service(state.clone(), mcp::HttpOptions::for_address(args.http));
+        let app = server::app_with(state, vec![(mcp::HTTP_PATH, mcp)]);
+        let threads = args.http_threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            usize::from,
+        );
+        let http = server::serve_app(args.http, app, threads, stopped(stop_rx.clone())).await;
         if http.is_err() {
             mllp_task.abort();
         }

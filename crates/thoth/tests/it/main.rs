@@ -5,6 +5,7 @@ mod crash;
 mod fhir_protoc;
 mod hl7_cli;
 mod hl7apy_verdicts;
+mod mcp;
 mod serve;
 mod terminology;
 
