@@ -28,9 +28,15 @@ fn percentiles(mut v: Vec<Duration>) -> String {
 
 fn cases() -> Vec<(&'static str, Value)> {
     vec![
-        ("subsumed_by", json!({"concept_id": 11687002, "subsumer_id": 404684003})),
+        (
+            "subsumed_by",
+            json!({"concept_id": 11687002, "subsumer_id": 404684003}),
+        ),
         ("concept", json!({"concept_id": 11687002})),
-        ("lookup", json!({"system": "http://snomed.info/sct", "code": "11687002"})),
+        (
+            "lookup",
+            json!({"system": "http://snomed.info/sct", "code": "11687002"}),
+        ),
     ]
 }
 
@@ -94,7 +100,8 @@ fn main() {
     let _ = child.wait();
 
     // In process: the tools' own work, without the transport.
-    let store = snomed::Store::open(&std::path::Path::new(data).join("snomed")).expect("a SNOMED CT store");
+    let store =
+        snomed::Store::open(&std::path::Path::new(data).join("snomed")).expect("a SNOMED CT store");
     let mut state = server::AppState::new(server::ServerInfo::default());
     state.snomed = Some(std::sync::Arc::new(store));
     let thoth = mcp::Thoth::new(state);

@@ -139,7 +139,9 @@ fn explain_failure(status: StatusCode, body: &Value) -> String {
         .unwrap_or("no detail given")
         .to_string();
     let hint = match status {
-        StatusCode::NOT_FOUND => " (not found: check the code or identifier, or search for it first)",
+        StatusCode::NOT_FOUND => {
+            " (not found: check the code or identifier, or search for it first)"
+        }
         StatusCode::UNAUTHORIZED => {
             " (a credential is needed: configure the MCP client to send `Authorization: Bearer <token>`)"
         }

@@ -11,7 +11,9 @@ impl Args<'_> {
     pub(crate) fn string(&self, name: &str) -> Result<String, ToolError> {
         self.opt_string(name)?
             .filter(|s| !s.trim().is_empty())
-            .ok_or_else(|| ToolError::new(format!("missing argument `{name}` (a non-empty string)")))
+            .ok_or_else(|| {
+                ToolError::new(format!("missing argument `{name}` (a non-empty string)"))
+            })
     }
 
     /// An optional string argument; numbers are accepted as their decimal text (identifiers).
@@ -74,7 +76,9 @@ impl Args<'_> {
                     crate::tools::MAX_IDS
                 )))
             }
-            Some(Value::Array(items)) => Ok((items.iter().map(one).collect::<Result<_, _>>()?, true)),
+            Some(Value::Array(items)) => {
+                Ok((items.iter().map(one).collect::<Result<_, _>>()?, true))
+            }
             Some(v) => Ok((vec![one(v)?], false)),
         }
     }

@@ -9,8 +9,8 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -70,7 +70,8 @@ impl Thoth {
                     Value::Object(_) => value,
                     other => serde_json::json!({ "result": other }),
                 };
-                let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+                let mut result =
+                    CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
                 result.structured_content = Some(value);
                 result
             }
@@ -112,7 +113,10 @@ impl ServerHandler for Thoth {
                 .enable_prompts()
                 .build(),
         )
-        .with_server_info(Implementation::new("thoth", self.ctx.state.info.version.clone()))
+        .with_server_info(Implementation::new(
+            "thoth",
+            self.ctx.state.info.version.clone(),
+        ))
         .with_instructions(INSTRUCTIONS)
     }
 
@@ -161,7 +165,9 @@ impl ServerHandler for Thoth {
         if self.ctx.state.terminology.is_some() {
             list.push(
                 Resource::new("thoth://codesystems", "Loaded code systems")
-                    .with_description("Every code system this server answers for: url, version, title (JSON)")
+                    .with_description(
+                        "Every code system this server answers for: url, version, title (JSON)",
+                    )
                     .with_mime_type("application/json"),
             );
         }
@@ -249,7 +255,10 @@ impl ServerHandler for Thoth {
         let args = request.arguments.unwrap_or_default();
         let arg = |name: &str| args.get(name).and_then(Value::as_str).map(str::to_string);
         let missing = |name: &str| {
-            ErrorData::invalid_params(format!("prompt {} needs the argument `{name}`", request.name), None)
+            ErrorData::invalid_params(
+                format!("prompt {} needs the argument `{name}`", request.name),
+                None,
+            )
         };
         let text = match request.name.as_str() {
             "find_code" => {

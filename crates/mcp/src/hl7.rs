@@ -32,7 +32,9 @@ pub(crate) fn parse(a: &Args<'_>) -> Result<Value, ToolError> {
     let options = server::validation_parse_options(version(a)?);
     let chunk = hl7v2::split(&bytes)
         .find(|c| c.kind == hl7v2::ChunkKind::Message)
-        .ok_or_else(|| ToolError::new("the text holds no HL7 v2 message: no segment starts with MSH"))?;
+        .ok_or_else(|| {
+            ToolError::new("the text holds no HL7 v2 message: no segment starts with MSH")
+        })?;
     let msg = chunk.parse_with(&options);
     Ok(hl7v2::to_json_with_names(&msg))
 }

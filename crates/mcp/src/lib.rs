@@ -60,7 +60,12 @@ impl HttpOptions {
     /// The options for a server listening on `addr`: loopback names only when it listens on loopback.
     pub fn for_address(addr: std::net::SocketAddr) -> HttpOptions {
         let allowed_hosts = if addr.ip().is_loopback() {
-            vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), "[::1]".into()]
+            vec![
+                "localhost".into(),
+                "127.0.0.1".into(),
+                "::1".into(),
+                "[::1]".into(),
+            ]
         } else {
             Vec::new()
         };

@@ -99,23 +99,33 @@ pub(crate) static TOOLS: &[ToolDef] = &[
         name: "search",
         description: "Search SNOMED CT descriptions for a clinical phrase and return matching concepts with their preferred terms. Falls back to fuzzy matching when nothing matches exactly.",
         needs: Needs::Snomed,
-        schema: || object(json!({
+        schema: || {
+            object(
+                json!({
             "query": {"type": "string", "description": "Search text"},
             "constraint": {"type": "string", "description": "ECL expression the concepts must satisfy, e.g. '<<404684003'"},
             "max_hits": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "description": "Maximum results (default 10)"},
-            "accept_language": accept_language()}), &["query"]),
+            "accept_language": accept_language()}),
+                &["query"],
+            )
+        },
     },
     ToolDef {
         name: "autocomplete",
         description: "Type-ahead search of SNOMED CT: every token must match the start of a word of the description.",
         needs: Needs::Snomed,
-        schema: || object(json!({
+        schema: || {
+            object(
+                json!({
             "query": {"type": "string", "description": "Search text"},
             "constraint": {"type": "string", "description": "ECL expression the concepts must satisfy"},
             "max_hits": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "description": "Maximum results (default 200)"},
             "fuzzy": {"type": "integer", "minimum": 0, "maximum": 2, "description": "Fuzziness 0-2 (default 0)"},
             "fallback_fuzzy": {"type": "integer", "minimum": 0, "maximum": 2, "description": "Fuzziness used when nothing matches exactly"},
-            "accept_language": accept_language()}), &["query"]),
+            "accept_language": accept_language()}),
+                &["query"],
+            )
+        },
     },
     ToolDef {
         name: "concept",
@@ -157,7 +167,12 @@ pub(crate) static TOOLS: &[ToolDef] = &[
         name: "subsumed_by",
         description: "Whether concept(s) are a kind of (subsumed by) another concept(s); with arrays, true when any pair is.",
         needs: Needs::Snomed,
-        schema: || object(json!({"concept_id": concept_id(), "subsumer_id": concept_id()}), &["concept_id", "subsumer_id"]),
+        schema: || {
+            object(
+                json!({"concept_id": concept_id(), "subsumer_id": concept_id()}),
+                &["concept_id", "subsumer_id"],
+            )
+        },
     },
     ToolDef {
         name: "paths_to_root",
@@ -169,29 +184,55 @@ pub(crate) static TOOLS: &[ToolDef] = &[
         name: "expand_ecl",
         description: "Expand a SNOMED CT ECL expression: one row per synonym of each matching active concept (id, conceptId, term, preferredTerm). Paged.",
         needs: Needs::Snomed,
-        schema: || with_paging(object(json!({
+        schema: || {
+            with_paging(
+                object(
+                    json!({
             "ecl": {"type": "string", "description": "ECL expression, e.g. '<<73211009 |Diabetes mellitus|'"},
             "include_historic": {"type": "boolean", "description": "Add inactive concepts that historical associations point from to the results (default false)"},
-            "accept_language": accept_language()}), &["ecl"]), "max_hits"),
+            "accept_language": accept_language()}),
+                    &["ecl"],
+                ),
+                "max_hits",
+            )
+        },
     },
     ToolDef {
         name: "valid_ecl",
         description: "Whether an ECL expression is syntactically valid, without evaluating it; the parse error when not.",
         needs: Needs::Nothing,
-        schema: || object(json!({"ecl": {"type": "string", "description": "ECL expression"}}), &["ecl"]),
+        schema: || {
+            object(
+                json!({"ecl": {"type": "string", "description": "ECL expression"}}),
+                &["ecl"],
+            )
+        },
     },
     ToolDef {
         name: "intersect_ecl",
         description: "The given concept identifiers that satisfy an ECL expression.",
         needs: Needs::Snomed,
-        schema: || object(json!({"concept_id": concept_id(), "ecl": {"type": "string", "description": "ECL expression"}}), &["concept_id", "ecl"]),
+        schema: || {
+            object(
+                json!({"concept_id": concept_id(), "ecl": {"type": "string", "description": "ECL expression"}}),
+                &["concept_id", "ecl"],
+            )
+        },
     },
     ToolDef {
         name: "transitive_synonyms",
         description: "Every synonym of a concept and all its descendants (or of the concepts an ECL expression selects). Paged.",
         needs: Needs::Snomed,
-        schema: || with_paging(object(json!({"concept_id": {"type": ["integer", "string"], "description": "SNOMED CT concept identifier"},
-            "ecl": {"type": "string", "description": "ECL expression selecting the concepts (instead of concept_id)"}}), &[]), "max_hits"),
+        schema: || {
+            with_paging(
+                object(
+                    json!({"concept_id": {"type": ["integer", "string"], "description": "SNOMED CT concept identifier"},
+            "ecl": {"type": "string", "description": "ECL expression selecting the concepts (instead of concept_id)"}}),
+                    &[],
+                ),
+                "max_hits",
+            )
+        },
     },
     ToolDef {
         name: "historical",
@@ -209,20 +250,38 @@ pub(crate) static TOOLS: &[ToolDef] = &[
         name: "map_to",
         description: "Map a SNOMED CT concept through a map reference set (e.g. 447562003 for ICD-10); when it has no map, the maps of its most specific mapped ancestors.",
         needs: Needs::Snomed,
-        schema: || object(json!({"concept_id": concept_id(), "refset_id": {"type": ["integer", "string"], "description": "Map reference set identifier"}}), &["concept_id", "refset_id"]),
+        schema: || {
+            object(
+                json!({"concept_id": concept_id(), "refset_id": {"type": ["integer", "string"], "description": "Map reference set identifier"}}),
+                &["concept_id", "refset_id"],
+            )
+        },
     },
     ToolDef {
         name: "map_from",
         description: "Reverse map: the members of a map reference set whose target is the code (e.g. an ICD-10 code back to SNOMED CT).",
         needs: Needs::Snomed,
-        schema: || object(json!({"refset_id": {"type": ["integer", "string"], "description": "Map reference set identifier"},
-            "code": {"type": "string", "description": "Code in the target code system"}}), &["refset_id", "code"]),
+        schema: || {
+            object(
+                json!({"refset_id": {"type": ["integer", "string"], "description": "Map reference set identifier"},
+            "code": {"type": "string", "description": "Code in the target code system"}}),
+                &["refset_id", "code"],
+            )
+        },
     },
     ToolDef {
         name: "refset_members",
         description: "The concepts that are active members of a reference set. Paged.",
         needs: Needs::Snomed,
-        schema: || with_paging(object(json!({"refset_id": {"type": ["integer", "string"], "description": "Reference set identifier"}}), &["refset_id"]), "max_hits"),
+        schema: || {
+            with_paging(
+                object(
+                    json!({"refset_id": {"type": ["integer", "string"], "description": "Reference set identifier"}}),
+                    &["refset_id"],
+                ),
+                "max_hits",
+            )
+        },
     },
     ToolDef {
         name: "refsets",
@@ -241,47 +300,75 @@ pub(crate) static TOOLS: &[ToolDef] = &[
         name: "lookup",
         description: "FHIR CodeSystem $lookup over any loaded code system (SNOMED CT, LOINC, ICD-10-CM, HL7 and FHIR code systems): display, designations and properties of a code.",
         needs: Needs::Terminology,
-        schema: || object(json!({
+        schema: || {
+            object(
+                json!({
             "system": {"type": "string", "description": "Code system URL, e.g. http://snomed.info/sct, http://loinc.org, http://hl7.org/fhir/sid/icd-10-cm"},
             "code": {"type": "string"},
             "version": {"type": "string"},
             "display_language": {"type": "string"},
-            "property": {"type": "array", "items": {"type": "string"}, "description": "Properties to return"}}), &["system", "code"]),
+            "property": {"type": "array", "items": {"type": "string"}, "description": "Properties to return"}}),
+                &["system", "code"],
+            )
+        },
     },
     ToolDef {
         name: "validate_code",
         description: "FHIR $validate-code: whether a code (and display) is valid in a value set (value_set given) or in a code system. Answers result, display and messages.",
         needs: Needs::Terminology,
-        schema: || object(json!({
+        schema: || {
+            object(
+                json!({
             "system": {"type": "string", "description": "Code system URL"},
             "code": {"type": "string"},
             "display": {"type": "string", "description": "Display to check too"},
             "version": {"type": "string", "description": "Code system version"},
-            "value_set": {"type": "string", "description": "Value set URL (canonical); the code system alone when absent"}}), &["system", "code"]),
+            "value_set": {"type": "string", "description": "Value set URL (canonical); the code system alone when absent"}}),
+                &["system", "code"],
+            )
+        },
     },
     ToolDef {
         name: "expand",
         description: "FHIR ValueSet $expand: the codes of a value set, optionally filtered by text. Paged with offset and count.",
         needs: Needs::Terminology,
-        schema: || with_paging(object(json!({
+        schema: || {
+            with_paging(
+                object(
+                    json!({
             "value_set": {"type": "string", "description": "Value set URL, e.g. http://snomed.info/sct?fhir_vs=ecl/<<73211009 or http://loinc.org/vs"},
             "filter": {"type": "string", "description": "Text the displays must match"},
-            "display_language": {"type": "string"}}), &["value_set"]), "count"),
+            "display_language": {"type": "string"}}),
+                    &["value_set"],
+                ),
+                "count",
+            )
+        },
     },
     ToolDef {
         name: "subsumes",
         description: "FHIR CodeSystem $subsumes: the relation of code_a to code_b (equivalent, subsumes, subsumed-by, not-subsumed).",
         needs: Needs::Terminology,
-        schema: || object(json!({"system": {"type": "string"}, "code_a": {"type": "string"}, "code_b": {"type": "string"}, "version": {"type": "string"}}), &["system", "code_a", "code_b"]),
+        schema: || {
+            object(
+                json!({"system": {"type": "string"}, "code_a": {"type": "string"}, "code_b": {"type": "string"}, "version": {"type": "string"}}),
+                &["system", "code_a", "code_b"],
+            )
+        },
     },
     ToolDef {
         name: "translate",
         description: "FHIR ConceptMap $translate: codes a code maps to in another system, by a concept map (url) or by target system.",
         needs: Needs::Terminology,
-        schema: || object(json!({
+        schema: || {
+            object(
+                json!({
             "system": {"type": "string"}, "code": {"type": "string"},
             "url": {"type": "string", "description": "ConceptMap URL"},
-            "target_system": {"type": "string", "description": "Target code system URL"}}), &["system", "code"]),
+            "target_system": {"type": "string", "description": "Target code system URL"}}),
+                &["system", "code"],
+            )
+        },
     },
     // HL7 v2.
     ToolDef {
@@ -294,38 +381,66 @@ pub(crate) static TOOLS: &[ToolDef] = &[
         name: "hl7_validate",
         description: "Validate an HL7 v2 message against its message structure, segments, data types and tables; lists every issue with its path and HL7 error code.",
         needs: Needs::Nothing,
-        schema: || message_schema(json!({"version": version(), "strict": {"type": "boolean", "description": "Strict profile: lengths and tables as errors (default false)"}}), &["message"]),
+        schema: || {
+            message_schema(
+                json!({"version": version(), "strict": {"type": "boolean", "description": "Strict profile: lengths and tables as errors (default false)"}}),
+                &["message"],
+            )
+        },
     },
     ToolDef {
         name: "hl7_to_fhir",
         description: "Convert an HL7 v2 message to a FHIR R4 Bundle by the HL7 v2-to-FHIR guide, its codes checked by this server's terminology.",
         needs: Needs::Nothing,
-        schema: || message_schema(json!({"bundle": {"type": "string", "enum": ["message", "transaction", "collection"], "description": "Bundle type (default message)"}}), &["message"]),
+        schema: || {
+            message_schema(
+                json!({"bundle": {"type": "string", "enum": ["message", "transaction", "collection"], "description": "Bundle type (default message)"}}),
+                &["message"],
+            )
+        },
     },
     ToolDef {
         name: "hl7_explain",
         description: "Explain an HL7 v2 field path such as PID-8 or PID-11-3: its name, data type, table with codes, repetition, and its value in a message when one is given.",
         needs: Needs::Nothing,
-        schema: || message_schema(json!({"path": {"type": "string", "description": "Field path: SEG-field[-component[-subcomponent]], e.g. PID-8"}, "version": version()}), &["path"]),
+        schema: || {
+            message_schema(
+                json!({"path": {"type": "string", "description": "Field path: SEG-field[-component[-subcomponent]], e.g. PID-8"}, "version": version()}),
+                &["path"],
+            )
+        },
     },
     ToolDef {
         name: "find_messages",
         description: "Find messages received by the interface engine (newest first): by type, trigger, sender, control id, status or time. Needs the messages:read scope.",
         needs: Needs::Engine,
-        schema: || with_paging(object(json!({
+        schema: || {
+            with_paging(
+                object(
+                    json!({
             "type": {"type": "string", "description": "MSH-9.1, e.g. ADT"},
             "trigger": {"type": "string", "description": "MSH-9.2, e.g. A01"},
             "sender": {"type": "string"},
             "control_id": {"type": "string", "description": "MSH-10"},
             "status": {"type": "string"},
             "since": {"type": "string", "description": "ISO date/time or epoch milliseconds"},
-            "until": {"type": "string"}}), &[]), "limit"),
+            "until": {"type": "string"}}),
+                    &[],
+                ),
+                "limit",
+            )
+        },
     },
     ToolDef {
         name: "get_message",
         description: "One received message by id: its header facts, text, named JSON view, delivery history and validation. Needs the messages:read scope.",
         needs: Needs::Engine,
-        schema: || object(json!({"id": {"type": ["integer", "string"], "description": "Message id from find_messages"}}), &["id"]),
+        schema: || {
+            object(
+                json!({"id": {"type": ["integer", "string"], "description": "Message id from find_messages"}}),
+                &["id"],
+            )
+        },
     },
 ];
 
@@ -377,12 +492,17 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
     match name {
         "search" | "autocomplete" => {
             let search = name == "search";
-            let max = a.opt_u64("max_hits")?.unwrap_or(if search { 10 } else { 200 });
+            let max = a
+                .opt_u64("max_hits")?
+                .unwrap_or(if search { 10 } else { 200 });
             let fuzzy = |n: Option<u64>| n.filter(|&n| n > 0).map(|_| "true".to_string());
             let (fuzzy_now, fallback) = if search {
                 (None, Some("true".to_string()))
             } else {
-                (fuzzy(a.opt_u64("fuzzy")?), fuzzy(a.opt_u64("fallback_fuzzy")?))
+                (
+                    fuzzy(a.opt_u64("fuzzy")?),
+                    fuzzy(a.opt_u64("fallback_fuzzy")?),
+                )
             };
             let q = query(&[
                 ("s", Some(a.string("query")?)),
@@ -391,7 +511,9 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
                 ("fuzzy", fuzzy_now),
                 ("fallbackFuzzy", fallback),
             ]);
-            let hits = api.get(caller, &format!("/v1/snomed/search?{q}"), lang).await?;
+            let hits = api
+                .get(caller, &format!("/v1/snomed/search?{q}"), lang)
+                .await?;
             Ok(page(hits, 0, MAX_PAGE, "max_hits"))
         }
         "concept" => per_concept(api, caller, a, lang, concept_get("")).await,
@@ -405,7 +527,9 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
             let (ids, many) = a.ids("concept_id")?;
             let mut out = Vec::new();
             for id in &ids {
-                let all = api.get(caller, &concept_get("/descriptions")(id), lang).await?;
+                let all = api
+                    .get(caller, &concept_get("/descriptions")(id), lang)
+                    .await?;
                 let fsn = all
                     .as_array()
                     .and_then(|d| {
@@ -413,7 +537,9 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
                             .find(|d| d["active"] == true && d["typeId"] == FSN)
                             .cloned()
                     })
-                    .ok_or_else(|| ToolError::new(format!("concept {id} has no active fully specified name")))?;
+                    .ok_or_else(|| {
+                        ToolError::new(format!("concept {id} has no active fully specified name"))
+                    })?;
                 out.push(fsn);
             }
             Ok(one_or_many(out, many))
@@ -423,7 +549,11 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
             let (subsumers, _) = a.ids("subsumer_id")?;
             for c in &concepts {
                 for s in &subsumers {
-                    let uri = format!("/v1/snomed/concepts/{}/subsumed-by/{}", segment(c), segment(s));
+                    let uri = format!(
+                        "/v1/snomed/concepts/{}/subsumed-by/{}",
+                        segment(c),
+                        segment(s)
+                    );
                     if api.get(caller, &uri, None).await?["subsumedBy"] == true {
                         return Ok(json!({"subsumedBy": true}));
                     }
@@ -436,8 +566,17 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
             let (ids, many) = a.ids("concept_id")?;
             let mut out = Vec::new();
             for id in &ids {
-                let uri = format!("/v1/snomed/concepts/{}/map/{}", segment(id), segment(&refset));
-                out.push(page(api.get(caller, &uri, None).await?, 0, MAX_PAGE, "refset_id"));
+                let uri = format!(
+                    "/v1/snomed/concepts/{}/map/{}",
+                    segment(id),
+                    segment(&refset)
+                );
+                out.push(page(
+                    api.get(caller, &uri, None).await?,
+                    0,
+                    MAX_PAGE,
+                    "refset_id",
+                ));
             }
             Ok(one_or_many(out, many))
         }
@@ -447,15 +586,25 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
                 segment(&a.string("refset_id")?),
                 segment(&a.string("code")?)
             );
-            Ok(page(api.get(caller, &uri, None).await?, 0, MAX_PAGE, "code"))
+            Ok(page(
+                api.get(caller, &uri, None).await?,
+                0,
+                MAX_PAGE,
+                "code",
+            ))
         }
         "expand_ecl" => {
             let (offset, count) = paging_args(a, "max_hits")?;
             let q = query(&[
                 ("ecl", Some(a.string("ecl")?)),
-                ("includeHistoric", a.opt_bool("include_historic")?.map(|b| b.to_string())),
+                (
+                    "includeHistoric",
+                    a.opt_bool("include_historic")?.map(|b| b.to_string()),
+                ),
             ]);
-            let rows = api.get(caller, &format!("/v1/snomed/expand?{q}"), lang).await?;
+            let rows = api
+                .get(caller, &format!("/v1/snomed/expand?{q}"), lang)
+                .await?;
             Ok(page(rows, offset, count, "max_hits"))
         }
         "transitive_synonyms" => {
@@ -466,7 +615,11 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
                 (None, None) => return Err(ToolError::new("give either `concept_id` or `ecl`")),
             };
             let rows = api
-                .get(caller, &format!("/v1/snomed/expand?{}", query(&[("ecl", Some(ecl))])), None)
+                .get(
+                    caller,
+                    &format!("/v1/snomed/expand?{}", query(&[("ecl", Some(ecl))])),
+                    None,
+                )
                 .await?;
             let mut terms: Vec<&str> = rows
                 .as_array()
@@ -494,8 +647,12 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
             ];
             let props = a.strings("property")?;
             pairs.extend(props.into_iter().map(|p| ("property", Some(p))));
-            api.get(caller, &format!("/fhir/CodeSystem/$lookup?{}", query(&pairs)), lang)
-                .await
+            api.get(
+                caller,
+                &format!("/fhir/CodeSystem/$lookup?{}", query(&pairs)),
+                lang,
+            )
+            .await
         }
         "validate_code" => {
             let (route, system_param) = match a.opt_string("value_set")? {
@@ -507,9 +664,17 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
                 (system_param, Some(a.string("system")?)),
                 ("code", Some(a.string("code")?)),
                 ("display", a.opt_string("display")?),
-                (if route == "ValueSet" { "systemVersion" } else { "version" }, a.opt_string("version")?),
+                (
+                    if route == "ValueSet" {
+                        "systemVersion"
+                    } else {
+                        "version"
+                    },
+                    a.opt_string("version")?,
+                ),
             ]);
-            api.get(caller, &format!("/fhir/{route}/$validate-code?{q}"), lang).await
+            api.get(caller, &format!("/fhir/{route}/$validate-code?{q}"), lang)
+                .await
         }
         "expand" => {
             let (offset, count) = paging_args(a, "count")?;
@@ -520,7 +685,9 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
                 ("offset", Some(offset.to_string())),
                 ("count", Some(count.to_string())),
             ]);
-            let mut vs = api.get(caller, &format!("/fhir/ValueSet/$expand?{q}"), lang).await?;
+            let mut vs = api
+                .get(caller, &format!("/fhir/ValueSet/$expand?{q}"), lang)
+                .await?;
             let returned = vs["expansion"]["contains"].as_array().map_or(0, Vec::len);
             if let Some(total) = vs["expansion"]["total"].as_u64()
                 && (offset + returned) < total as usize
@@ -540,7 +707,8 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
                 ("codeB", Some(a.string("code_b")?)),
                 ("version", a.opt_string("version")?),
             ]);
-            api.get(caller, &format!("/fhir/CodeSystem/$subsumes?{q}"), None).await
+            api.get(caller, &format!("/fhir/CodeSystem/$subsumes?{q}"), None)
+                .await
         }
         "translate" => {
             let q = query(&[
@@ -549,7 +717,8 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
                 ("code", Some(a.string("code")?)),
                 ("targetsystem", a.opt_string("target_system")?),
             ]);
-            api.get(caller, &format!("/fhir/ConceptMap/$translate?{q}"), None).await
+            api.get(caller, &format!("/fhir/ConceptMap/$translate?{q}"), None)
+                .await
         }
         "hl7_parse" => crate::hl7::parse(a),
         "hl7_explain" => crate::hl7::explain(a),
@@ -569,12 +738,22 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
         "find_messages" => {
             let (offset, limit) = paging_args(a, "limit")?;
             let mut pairs = Vec::new();
-            for key in ["type", "trigger", "sender", "control_id", "status", "since", "until"] {
+            for key in [
+                "type",
+                "trigger",
+                "sender",
+                "control_id",
+                "status",
+                "since",
+                "until",
+            ] {
                 pairs.push((key, a.opt_string(key)?));
             }
             pairs.push(("offset", Some(offset.to_string())));
             pairs.push(("limit", Some(limit.to_string())));
-            let mut found = api.get(caller, &format!("/messages?{}", query(&pairs)), None).await?;
+            let mut found = api
+                .get(caller, &format!("/messages?{}", query(&pairs)), None)
+                .await?;
             let returned = found["items"].as_array().map_or(0, Vec::len);
             if let Some(total) = found["total"].as_u64()
                 && offset + returned < total as usize
@@ -589,7 +768,8 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
         }
         "get_message" => {
             let id = a.string("id")?;
-            api.get(caller, &format!("/messages/{}", segment(&id)), None).await
+            api.get(caller, &format!("/messages/{}", segment(&id)), None)
+                .await
         }
         _ => Err(ToolError::new(format!("tool {name} has no handler"))),
     }
@@ -743,7 +923,8 @@ fn refset_members(ctx: &Ctx, a: &Args<'_>) -> Result<Value, ToolError> {
     let store = store(ctx)?;
     let (offset, count) = paging_args(a, "max_hits")?;
     let refset = a.string("refset_id")?;
-    let refset = snomed::SctId::parse(&refset).map_err(|e| ToolError::new(format!("{refset}: {e}")))?;
+    let refset =
+        snomed::SctId::parse(&refset).map_err(|e| ToolError::new(format!("{refset}: {e}")))?;
     if store.refset_fields(refset).is_none() && store.refset_concepts(refset).is_empty() {
         return Err(ToolError::new(format!(
             "refset {refset} is not installed; the `refsets` tool lists those that are"
@@ -765,9 +946,9 @@ fn refsets(ctx: &Ctx) -> Result<Value, ToolError> {
         .map(|id| {
             let idx = store.index_of(id);
             let term = idx.and_then(|i| store.preferred_term(i, &langs));
-            let kind = idx
-                .and_then(|i| store.parents(i).first().copied())
-                .map(|p| json!({"id": store.id_of(p).get(), "name": store.preferred_term(p, &langs)}));
+            let kind = idx.and_then(|i| store.parents(i).first().copied()).map(
+                |p| json!({"id": store.id_of(p).get(), "name": store.preferred_term(p, &langs)}),
+            );
             json!({"id": id.get(), "name": term, "type": kind})
         })
         .collect();
@@ -776,7 +957,10 @@ fn refsets(ctx: &Ctx) -> Result<Value, ToolError> {
 
 async fn server_info(ctx: &Ctx, caller: &Caller) -> Result<Value, ToolError> {
     let mut out = Map::new();
-    out.insert("software".into(), json!(format!("Thoth {}", ctx.state.info.version)));
+    out.insert(
+        "software".into(),
+        json!(format!("Thoth {}", ctx.state.info.version)),
+    );
     if let Some(store) = &ctx.state.snomed {
         let m = store.manifest();
         let langs: Vec<Value> = store
@@ -800,7 +984,11 @@ async fn server_info(ctx: &Ctx, caller: &Caller) -> Result<Value, ToolError> {
 /// The loaded code systems as the FHIR search lists them: url, version, name, title.
 pub(crate) async fn code_systems(api: &Api, caller: &Caller) -> Result<Value, ToolError> {
     let bundle = api
-        .get(caller, "/fhir/CodeSystem?_elements=url,version,name,title&_count=10000", None)
+        .get(
+            caller,
+            "/fhir/CodeSystem?_elements=url,version,name,title&_count=10000",
+            None,
+        )
         .await?;
     let list: Vec<Value> = bundle["entry"]
         .as_array()

@@ -47,7 +47,9 @@ fn client(data: &Path, url: &str, message: &Path, extra: &[&str]) {
         .args(extra)
         .stdin(Stdio::null())
         .output()
-        .expect("python3 runs the MCP client (scripts/test.sh installs python3 and the `mcp` package)");
+        .expect(
+            "python3 runs the MCP client (scripts/test.sh installs python3 and the `mcp` package)",
+        );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
@@ -62,8 +64,14 @@ fn the_official_python_sdk_gets_the_http_apis_answers_over_stdio_and_http() {
     let d = data.path();
     let shared = shared();
     let path = |p: &str| shared.join(p).to_str().unwrap().to_string();
-    thoth(d, &["import", "snomed", &path("tx-ecosystem/tx-source/snomed")]);
-    thoth(d, &["import", "loinc", &path("tx-ecosystem/tx-source/loinc")]);
+    thoth(
+        d,
+        &["import", "snomed", &path("tx-ecosystem/tx-source/snomed")],
+    );
+    thoth(
+        d,
+        &["import", "loinc", &path("tx-ecosystem/tx-source/loinc")],
+    );
     thoth(
         d,
         &[
