@@ -60,6 +60,13 @@ use std::net::SocketAddr;
 /// Builds the whole HTTP application for `state`: the [`router`] behind the lane that answers the single-code
 /// terminology GETs before routing (see `fast_lane`). What [`serve`] serves.
 pub fn app(state: AppState) -> App {
+    app_with(state, Vec::new())
+}
+
+/// [`app`] with `extra` services mounted at their paths among the other routes, behind the same access control
+/// and metrics: how the binary adds `POST /mcp` (crate `mcp`, which depends on this one) without this crate
+/// knowing the protocol.
+pub fn app_with(state: AppState, extra: Vec<(&'static str, Router)>) -> App {
     let state: Shared = std::sync::Arc::new(state);
     // The lane answers terminology GETs before the router, and so before its credential check: when the other
     // routes need a credential, it is given no terminology, which sends every request through the router.
@@ -71,17 +78,17 @@ pub fn app(state: AppState) -> App {
             ..(*state).clone()
         })
     };
-    App::new(routes(state), lane)
+    App::new(routes(state, extra), lane)
 }
 
 /// Builds the router of the HTTP application for `state`: every route, without the lane in front of it.
 pub fn router(state: AppState) -> Router {
-    routes(std::sync::Arc::new(state))
+    routes(std::sync::Arc::new(state), Vec::new())
 }
 
-fn routes(state: Shared) -> Router {
+fn routes(state: Shared, extra: Vec<(&'static str, Router)>) -> Router {
     // Handlers share one `Arc` of the state: extracting it clones one reference count, not one per field.
-    let others = Router::new()
+    let mut others = Router::new()
         .route("/metrics", get(metrics::render))
         // Merged with their full paths rather than nested under `/fhir`: a nested router rebuilds every
         // request's URI without the prefix, measurable on the single-code operations.
@@ -96,6 +103,9 @@ fn routes(state: Shared) -> Router {
         )
         .nest("/v1/snomed", snomed_api::routes())
         .nest("/hl7", hl7_api::routes());
+    for (path, service) in extra {
+        others = others.route_service(path, service);
+    }
     // Route layers: a path that matches no route is a 404 for everyone, and reveals nothing.
     let others = if state.access.open_routes() {
         others
@@ -170,6 +180,16 @@ pub async fn serve_with_options(
     options: HttpOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_app(addr, app(state), options, shutdown).await
+}
+
+/// Serves `app` (from [`app`] or [`app_with`]) on `addr` with `options` until `shutdown` completes.
+pub async fn serve_app(
+    addr: SocketAddr,
+    app: App,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let tls = match &options.tls {
         None => None,
         Some(files) => Some(files.server_config().map_err(std::io::Error::other)?),
@@ -184,7 +204,7 @@ pub async fn serve_with_options(
         tls,
         ..threads::ServeOptions::default()
     };
-    threads::serve_with(listener, app(state), threads, serve_options, shutdown).await
+    threads::serve_with(listener, app, threads, serve_options, shutdown).await
 }
 
 async fn healthz() -> &'static str {

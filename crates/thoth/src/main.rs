@@ -40,6 +40,8 @@ enum Command {
     Fhir(cmd::fhir::Args),
     /// Query an imported SNOMED CT store.
     Snomed(cmd::snomed::Args),
+    /// Serve the Model Context Protocol on stdin/stdout (for AI assistants; HTTP: `POST /mcp` on `thoth serve`).
+    Mcp(cmd::mcp::Args),
     /// Developer tools: synthetic data generators.
     #[command(subcommand)]
     Dev(cmd::dev::Command),
@@ -56,6 +58,7 @@ fn main() -> anyhow::Result<()> {
         Command::Messages(args) => cmd::messages::run(&cli.global, args),
         Command::Fhir(args) => cmd::fhir::run(&cli.global, args),
         Command::Snomed(args) => cmd::snomed::run(&cli.global, args),
+        Command::Mcp(args) => cmd::mcp::run(&cli.global, args),
         Command::Dev(command) => cmd::dev::run(&cli.global, command),
     }
 }

@@ -4,6 +4,7 @@ pub mod dev;
 pub mod fhir;
 pub mod hl7;
 pub mod import;
+pub mod mcp;
 pub mod messages;
 pub mod mllp;
 pub mod serve;

@@ -237,7 +237,10 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
             tls: http_tls,
             ..Default::default()
         };
-        let http = server::serve_with_options(args.http, state, http_options, stopped(stop_rx.clone())).await;
+        // The MCP endpoint (`POST /mcp`) is mounted among the routes: behind the same access control.
+        let mcp = mcp::http_service(state.clone(), mcp::HttpOptions::for_address(args.http));
+        let app = server::app_with(state, vec![(mcp::HTTP_PATH, mcp)]);
+        let http = server::serve_app(args.http, app, http_options, stopped(stop_rx.clone())).await;
         if http.is_err() {
             mllp_task.abort();
         }

@@ -8,6 +8,7 @@ mod fhir_protoc;
 mod hl7_cli;
 mod hl7apy_verdicts;
 mod kafka;
+mod mcp;
 mod serve;
 mod terminology;
 

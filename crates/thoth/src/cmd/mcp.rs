@@ -1,0 +1,36 @@
+//! `thoth mcp`: the Model Context Protocol server on stdin/stdout, for an assistant that starts Thoth itself.
+//! Logs go to stderr (stdout carries the protocol). The HTTP transport is `POST /mcp` on `thoth serve`.
+
+use crate::data_dir::GlobalArgs;
+
+/// Options of `thoth mcp`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Terminology: the largest ValueSet expansion returned without paging.
+    #[arg(
+        long,
+        default_value_t = 1000,
+        value_name = "CODES",
+        env = "THOTH_TX_MAX_EXPANSION"
+    )]
+    tx_max_expansion: usize,
+}
+
+pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
+    let data_dir = global.data_dir()?;
+    // What the data directory has: an assistant's process must start fast and quietly, so nothing is fetched
+    // (`thoth serve` or `thoth import` fetch the open content once).
+    let snomed = crate::cmd::snomed::open_store(&data_dir);
+    let terminology =
+        crate::cmd::terminology::load_service(&data_dir, args.tx_max_expansion, snomed.clone());
+    let info = server::ServerInfo {
+        data_dir: Some(data_dir),
+        ..Default::default()
+    };
+    let state = server::AppState::new(info).with_terminology(terminology);
+    let state = server::AppState { snomed, ..state };
+    tracing::info!("MCP server on stdin/stdout");
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(mcp::serve_stdio(state))?;
+    Ok(())
+}
