@@ -27,7 +27,7 @@ pub(crate) fn routes() -> Router<Shared> {
     Router::new()
         .route(
             "/parse",
-            post(parse).layer(DefaultBodyLimit::max(crate::fhir_format::MAX_REQUEST_BYTES)),
+            post(parse).layer(DefaultBodyLimit::max(crate::outcome::MAX_HL7_BODY_BYTES)),
         )
         .route(
             "/validate",

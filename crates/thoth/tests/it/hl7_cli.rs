@@ -455,3 +455,40 @@ fn describe_prints_structures_segments_fields_and_data_types() {
         assert!(!out.status.success(), "{unknown}: {out:?}");
     }
 }
+
+#[test]
+fn help_offers_data_only_where_a_command_reads_it() {
+    let help = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_thoth"))
+            .args(args)
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for args in [
+        &["hl7", "json"][..],
+        &["hl7", "get"],
+        &["fhir", "convert"],
+        &["mllp", "send"],
+        &["messages", "list"],
+    ] {
+        assert!(
+            !help(args).contains("--data"),
+            "{args:?} ignores the data directory but offers --data"
+        );
+    }
+    for args in [&["serve"][..], &["hl7", "to-fhir"], &["import", "snomed"]] {
+        assert!(
+            help(args).contains("--data"),
+            "{args:?} reads the data directory"
+        );
+    }
+    // Still accepted where hidden (scripts that pass it everywhere keep working).
+    let out = thoth(
+        &["json", "--data", "/tmp", "-"],
+        Some(b"MSH|^~\\&|A|B|C|D|202401010000||ADT^A01|1|P|2.5\r"),
+    );
+    assert!(out.status.success(), "{out:?}");
+}
