@@ -4,7 +4,7 @@ mod cmd;
 mod data_dir;
 mod packages;
 
-use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 // The server answers each request with a handful of short-lived allocations on two to a few cores; glibc's malloc
 // spends a measurable share of a terminology request in its arenas (free lists, consolidation), mimalloc's
@@ -47,39 +47,8 @@ enum Command {
     Dev(cmd::dev::Command),
 }
 
-/// The commands that never read the data directory, whose help should not offer `--data` (it is global, so
-/// clap would list it everywhere); `hl7` lists its subcommands that do read it.
-const WITHOUT_DATA: &[&str] = &["fhir", "mllp", "messages", "hl7"];
-const HL7_WITH_DATA: &[&str] = &["to-fhir"];
-
-/// `cmd` and its subcommands with `--data` left out of their help (still accepted, for scripts that pass it
-/// everywhere), except the subcommands named in `keep`.
-fn hide_data(cmd: clap::Command, keep: &[&str]) -> clap::Command {
-    let names: Vec<String> = cmd
-        .get_subcommands()
-        .map(|c| c.get_name().to_string())
-        .filter(|n| !keep.contains(&n.as_str()))
-        .collect();
-    let mut cmd = cmd.mut_arg("data", |a| a.hide(true));
-    for name in names {
-        cmd = cmd.mut_subcommand(name, |c| hide_data(c, &[]));
-    }
-    cmd
-}
-
-fn command() -> clap::Command {
-    let mut cmd = Cli::command();
-    // Propagates the global `--data` into every subcommand, so that it can be hidden where it means nothing.
-    cmd.build();
-    for name in WITHOUT_DATA {
-        let keep = if *name == "hl7" { HL7_WITH_DATA } else { &[] };
-        cmd = cmd.mut_subcommand(name, |c| hide_data(c, keep));
-    }
-    cmd
-}
-
 fn main() -> anyhow::Result<()> {
-    let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
+    let cli = Cli::parse();
     init_logging();
     match cli.command {
         Command::Serve(args) => cmd::serve::run(&cli.global, args),

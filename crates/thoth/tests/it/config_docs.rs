@@ -87,6 +87,10 @@ fn every_key_the_program_reads_is_documented() {
             engine_keys("[[validation.rule]]\nnot_a_key = 1\n"),
         ),
         ("[[route]]", engine_keys("[[route]]\nnot_a_key = 1\n")),
+        (
+            "[[kafka_source]]",
+            engine_keys("[[kafka_source]]\nnot_a_key = 1\n"),
+        ),
         ("[auth]", auth_keys("[auth]\nnot_a_key = 1\n")),
         (
             "[[auth.tokens]]",
