@@ -106,6 +106,7 @@ fn every_key_the_program_reads_is_documented() {
             "ack",
             "delivery",
             "duplicates",
+            "kafka_source",
             "mllp",
             "route",
             "store",
