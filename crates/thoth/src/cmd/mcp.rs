@@ -20,15 +20,7 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     let data_dir = global.data_dir()?;
     // What the data directory has: an assistant's process must start fast and quietly, so nothing is fetched
     // (`thoth serve` or `thoth import` fetch the open content once).
-    let snomed = crate::cmd::snomed::open_store(&data_dir);
-    let terminology =
-        crate::cmd::terminology::load_service(&data_dir, args.tx_max_expansion, snomed.clone());
-    let info = server::ServerInfo {
-        data_dir: Some(data_dir),
-        ..Default::default()
-    };
-    let state = server::AppState::new(info).with_terminology(terminology);
-    let state = server::AppState { snomed, ..state };
+    let state = crate::cmd::terminology::terminology_state(data_dir, args.tx_max_expansion);
     tracing::info!("MCP server on stdin/stdout");
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(mcp::serve_stdio(state))?;

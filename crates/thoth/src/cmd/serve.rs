@@ -196,17 +196,8 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
         crate::packages::ensure_open_content(&data_dir, &args.package_registry);
         crate::cmd::terminology::ensure_icd10cm(&data_dir, &args.icd10cm);
     }
-    let snomed = crate::cmd::snomed::open_store(&data_dir);
-    let terminology =
-        crate::cmd::terminology::load_service(&data_dir, args.tx_max_expansion, snomed.clone());
-    let info = server::ServerInfo {
-        data_dir: Some(data_dir),
-        ..Default::default()
-    };
-    let state = server::AppState::new(info)
-        .with_terminology(terminology)
+    let state = crate::cmd::terminology::terminology_state(data_dir, args.tx_max_expansion)
         .with_access(access);
-    let state = server::AppState { snomed, ..state };
     tracing::info!(
         audit_log = %state.audit.path().map_or_else(|| "-".into(), |p| p.display().to_string()),
         "access control: {}",

@@ -5,6 +5,19 @@ use crate::data_dir::GlobalArgs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The server state over the content of `data_dir`: the SNOMED CT store and the terminology service, what
+/// `thoth serve` and `thoth mcp` both answer from.
+pub fn terminology_state(data_dir: std::path::PathBuf, max_expansion: usize) -> server::AppState {
+    let snomed = crate::cmd::snomed::open_store(&data_dir);
+    let terminology = load_service(&data_dir, max_expansion, snomed.clone());
+    let info = server::ServerInfo {
+        data_dir: Some(data_dir),
+        ..Default::default()
+    };
+    let state = server::AppState::new(info).with_terminology(terminology);
+    server::AppState { snomed, ..state }
+}
+
 /// Loads the terminology content under `data_dir` (packages and imported code systems), logging what was
 /// loaded and what failed; the server starts with whatever loaded.
 /// An imported SNOMED CT store answers the FHIR operations for `http://snomed.info/sct`.
