@@ -1,19 +1,12 @@
 //! `thoth fhir convert` checks primitive values as the options say: refuse (the default), warn, or keep.
 
-use std::process::Command;
-
 fn convert(input: &std::path::Path, extra: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_thoth"))
-        .args(["fhir", "convert", "--to", "json"])
-        .arg(input)
-        .args(extra)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let input = input.to_str().unwrap();
+    let args: Vec<&str> = ["fhir", "convert", "--to", "json", input]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    crate::thoth(&args)
 }
 
 #[test]

@@ -139,3 +139,16 @@ pub fn with_control_id(raw: &[u8], id: &str) -> Vec<u8> {
     buf.set("MSH-10", id).unwrap();
     buf.encode()
 }
+
+/// Runs the `thoth` binary with `args`: whether it succeeded, its stdout and its stderr.
+pub fn thoth(args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_thoth"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -1,19 +1,7 @@
 //! `thoth serve` with MLLP and the message API, and the `thoth mllp` / `thoth messages` commands against it.
 
-use crate::{Server, free_port, sample, with_control_id};
+use crate::{Server, free_port, sample, thoth, with_control_id};
 use std::process::Command;
-
-fn thoth(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_thoth"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn send_list_show_replay_and_bench_end_to_end() {
