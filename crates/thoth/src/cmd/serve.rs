@@ -1,11 +1,13 @@
 //! `thoth serve`: the HTTP server and the MLLP listener of the interface engine.
 
-use crate::data_dir::GlobalArgs;
+use crate::data_dir::{DataArg, GlobalArgs};
 use std::net::SocketAddr;
 
 /// Options of `thoth serve`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    #[command(flatten)]
+    data: DataArg,
     /// Address of the HTTP API.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     http: SocketAddr,
@@ -154,6 +156,7 @@ impl JwksSource {
 }
 
 pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
+    let global = &global.with(&args.data);
     let data_dir = global.data_dir()?;
     tracing::info!(data = %data_dir.display(), "starting Thoth {}", env!("CARGO_PKG_VERSION"));
     // Before the long load: a mistake in the auth or engine configuration, an address in use or a data directory
