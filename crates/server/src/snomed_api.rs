@@ -569,9 +569,10 @@ async fn search(
     {
         return Err(ApiError::BadRequest("missing parameter: s (or a filter)".into()).into());
     }
-    let hits = store
-        .search(&req)
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let hits = store.search(&req).map_err(|e| match e {
+        snomed::SearchError::TooCostly(why) => ApiError::TooCostly(why),
+        e => ApiError::Internal(e.to_string()),
+    })?;
     let refsets = store.language_refsets_for(accept_language(&headers));
     let out: Vec<Value> = hits
         .iter()
