@@ -16,6 +16,8 @@ pub enum IssueType {
     TooCostly,
     /// An unexpected internal error.
     Exception,
+    /// A transient condition: the server is busy; the request may be tried again.
+    Transient,
 }
 
 impl IssueType {
@@ -26,6 +28,7 @@ impl IssueType {
             IssueType::NotSupported => "not-supported",
             IssueType::TooCostly => "too-costly",
             IssueType::Exception => "exception",
+            IssueType::Transient => "transient",
         }
     }
 }
@@ -50,6 +53,9 @@ pub enum ApiError {
     /// The request body is larger than the route accepts (413).
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// The server has as much expensive work queued as it takes; try again shortly (503, `Retry-After: 1`).
+    #[error("{0}")]
+    Busy(String),
     /// Our fault (500); logged with its detail.
     #[error("{0}")]
     Internal(String),
@@ -67,6 +73,7 @@ impl ApiError {
             ApiError::NotSupported(_) => (StatusCode::BAD_REQUEST, IssueType::NotSupported),
             ApiError::TooCostly(_) => (StatusCode::UNPROCESSABLE_ENTITY, IssueType::TooCostly),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, IssueType::TooCostly),
+            ApiError::Busy(_) => (StatusCode::SERVICE_UNAVAILABLE, IssueType::Transient),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, IssueType::Exception),
             ApiError::Terminology(e) => match e.kind {
                 terminology::ErrorKind::NotFound => (StatusCode::NOT_FOUND, IssueType::NotFound),
@@ -106,6 +113,14 @@ impl IntoResponse for ApiError {
             tracing::error!(error = %self, "request failed");
         }
         let body = self.operation_outcome().to_string();
-        (status, [("content-type", "application/fhir+json")], body).into_response()
+        let mut response =
+            (status, [("content-type", "application/fhir+json")], body).into_response();
+        if matches!(self, ApiError::Busy(_)) {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        response
     }
 }

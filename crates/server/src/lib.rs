@@ -30,6 +30,7 @@ mod fhir_meta;
 mod hl7_api;
 mod messages_api;
 mod metrics;
+mod offload;
 mod outcome;
 mod snomed_api;
 mod state;

@@ -439,6 +439,26 @@ async fn map_to(
 
 /// Reverse map: active members of a map refset whose `mapTarget` (or first string field) is `code`.
 async fn crossmap(
+    state: State<Shared>,
+    path: Path<(String, String)>,
+) -> Result<Response, V1Error> {
+    // A reverse map reads every member of the refset: off the HTTP threads.
+    offload_json(move || crossmap_now(state, path)).await
+}
+
+/// Runs a handler's work on the blocking pool ([`crate::offload`]) and writes its JSON there too: serializing
+/// (and freeing) a million-row answer takes as long as computing it.
+async fn offload_json(
+    work: impl FnOnce() -> Result<Json<Value>, V1Error> + Send + 'static,
+) -> Result<Response, V1Error> {
+    let bytes = crate::offload::offload(move || {
+        work().map(|Json(v)| serde_json::to_vec(&v).unwrap_or_default())
+    })
+    .await?;
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], bytes).into_response())
+}
+
+fn crossmap_now(
     State(state): State<Shared>,
     Path((refset, code)): Path<(String, String)>,
 ) -> Result<Json<Value>, V1Error> {
@@ -533,6 +553,15 @@ impl Params {
 }
 
 async fn search(
+    state: State<Shared>,
+    raw: RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, V1Error> {
+    // A constraint is an ECL evaluation, a fuzzy search walks automata: off the HTTP threads.
+    offload_json(move || search_now(state, raw, headers)).await
+}
+
+fn search_now(
     State(state): State<Shared>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
@@ -644,6 +673,15 @@ fn evaluate_ecl(
 /// current concepts from this route. `maxHits` (a Thoth addition; Hermes has no cap) refuses expansions of
 /// more concepts with a 422.
 async fn expand(
+    state: State<Shared>,
+    params: Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Result<Response, V1Error> {
+    // An ECL evaluation (up to its 10 s budget) and up to a million rows: off the HTTP threads.
+    offload_json(move || expand_now(state, params, headers)).await
+}
+
+fn expand_now(
     State(state): State<Shared>,
     Query(params): Query<HashMap<String, String>>,
     headers: HeaderMap,
