@@ -60,8 +60,10 @@ fn console() -> &'static Console {
                 hasher.update(f.metadata.sha256_hash());
             }
         }
-        let version: String = hasher.finalize()[..6]
+        let version: String = hasher
+            .finalize()
             .iter()
+            .take(6)
             .map(|b| format!("{b:02x}"))
             .collect();
         let mut files = HashMap::new();

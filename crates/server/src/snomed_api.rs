@@ -438,10 +438,7 @@ async fn map_to(
 }
 
 /// Reverse map: active members of a map refset whose `mapTarget` (or first string field) is `code`.
-async fn crossmap(
-    state: State<Shared>,
-    path: Path<(String, String)>,
-) -> Result<Response, V1Error> {
+async fn crossmap(state: State<Shared>, path: Path<(String, String)>) -> Result<Response, V1Error> {
     // A reverse map reads every member of the refset: off the HTTP threads.
     offload_json(move || crossmap_now(state, path)).await
 }
@@ -455,7 +452,11 @@ async fn offload_json(
         work().map(|Json(v)| serde_json::to_vec(&v).unwrap_or_default())
     })
     .await?;
-    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], bytes).into_response())
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        bytes,
+    )
+        .into_response())
 }
 
 fn crossmap_now(

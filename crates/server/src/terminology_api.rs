@@ -73,7 +73,7 @@ fn read_params(
     if method == Method::POST && !body.is_empty() {
         let v: Value = serde_json::from_slice(body)
             .map_err(|e| ApiError::BadRequest(format!("the body is not JSON: {e}")))?;
-        match v["resourceType"].as_str() {
+        match v.get("resourceType").and_then(Value::as_str) {
             Some("Parameters") => {
                 for e in Params::from_json(&v).entries() {
                     params.push(e.clone());

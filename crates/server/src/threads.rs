@@ -482,7 +482,9 @@ where
         };
         // In turn; a thread that has gone (it would have logged why) is skipped.
         for _ in 0..inboxes.len() {
-            let inbox = &inboxes[next % inboxes.len()];
+            let Some(inbox) = inboxes.get(next % inboxes.len()) else {
+                break;
+            };
             next = next.wrapping_add(1);
             match inbox.send(handoff) {
                 Ok(()) => break,
