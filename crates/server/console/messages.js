@@ -109,6 +109,17 @@ export function MessagePage({ id }) {
     (r) => { setReplay({ ok: r.routes.length ? `Replayed on ${r.routes.join(', ')}` : 'Replayed: no route matches this message, so nothing was queued' }); setVersion(version + 1); },
     (e) => setReplay({ error: e }),
   );
+  // Through the API (not a plain link), so that a token entered for a server with `--auth` goes with it.
+  const downloadRaw = () => api(`/messages/${data.id}/raw`, { blob: true, accept: '*/*' }).then(
+    (bytes) => {
+      const link = document.createElement('a');
+      link.href = URL.createObjectURL(bytes);
+      link.download = `message-${data.id}.hl7`;
+      link.click();
+      setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+    },
+    (e) => setReplay({ error: e }),
+  );
   const showBundle = () => api(`/messages/${data.id}/fhir`, { accept: 'application/fhir+json' }).then((b) => setBundle({ b }), (e) => setBundle({ error: e }));
   const v = data.validation || {};
   return html`
@@ -123,7 +134,7 @@ export function MessagePage({ id }) {
     <p class="actions">
       <button type="button" onClick=${doReplay}>Replay</button>
       <button type="button" onClick=${showBundle}>Show FHIR Bundle</button>
-      <a href=${`/messages/${data.id}/raw`}>Raw bytes</a>
+      <button type="button" onClick=${downloadRaw}>Download raw bytes</button>
     </p>
     ${replay && (replay.error ? html`<${ErrorMessage} error=${replay.error} />` : html`<p class="ok" role="status">${replay.ok}</p>`)}
     ${bundle && (bundle.error ? html`<${ErrorMessage} error=${bundle.error} />` : html`<h2>FHIR Bundle</h2><${JsonView} value=${bundle.b} label="FHIR Bundle" />`)}
