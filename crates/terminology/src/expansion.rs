@@ -219,13 +219,18 @@ fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, 
     } = prepared;
     let (total, prepaged) = (*total, *prepaged);
     let opts = &ctx.opts;
-    if opts.count.is_none() && total > ctx.max_expansion && !ev.examples {
+    let offset = opts.offset.unwrap_or(0);
+    // The answer holds at most `max_expansion` codes, with or without `count`: a `count` of a million over a
+    // large value set is as costly as no count at all.
+    let answered = opts
+        .count
+        .map_or(total, |count| count.min(total.saturating_sub(offset)));
+    if answered > ctx.max_expansion && !ev.examples {
         return Err(TxError::new(
             ErrorKind::TooCostly,
             too_costly(&vs_canonical(vs), ctx.max_expansion),
         ));
     }
-    let offset = opts.offset.unwrap_or(0);
     let paged = opts.count.is_some() || offset > 0;
     // A compose that excludes codes is listed flat, as tx.fhir.org lists it: the codes left no longer form the
     // code system's tree (an excluded parent would have its children re-hung elsewhere).
