@@ -140,6 +140,7 @@ async def idle(a):
     good_w.close()
     print(f"idle: http_opened={held[0]} mllp_opened={held[1]} in_s={opened:.1f} "
           f"server_fds={fds} healthz_ok={sum(s == 200 for s, _ in health)}/10 "
+          f"healthz_median_ms={sorted(t for _, t in health)[5] * 1000:.1f} "
           f"healthz_max_ms={max(t for _, t in health) * 1000:.1f} mllp_aa={sum(ok for ok, _ in mllp)}/10 "
           f"mllp_max_ms={max(t for _, t in mllp) * 1000:.1f}", flush=True)
 

@@ -15,23 +15,15 @@ fn services() -> &'static Services {
     static S: OnceLock<Services> = OnceLock::new();
     S.get_or_init(|| {
         let registry = crate::both_packages();
-        // Both large enough to expand v3-ActCode whole (a page of more than `max_expansion` codes is too costly).
         let uncached = Terminology::new(
             registry.clone(),
             Config {
                 expansion_cache_entries: 0,
-                max_expansion: 100_000,
                 ..Config::default()
             },
         );
         Services {
-            cached: Terminology::new(
-                registry,
-                Config {
-                    max_expansion: 100_000,
-                    ..Config::default()
-                },
-            ),
+            cached: Terminology::new(registry, Config::default()),
             uncached,
         }
     })
