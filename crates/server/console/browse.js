@@ -76,9 +76,16 @@ function SystemPicker({ value, onChange }) {
     ${error && html`<${ErrorMessage} error=${error} />`}`;
 }
 
+// The semantic tags of the International Edition's hierarchies, most searched first.
+const SEMANTIC_TAGS = ['disorder', 'finding', 'procedure', 'body structure', 'substance', 'product',
+  'observable entity', 'organism', 'qualifier value', 'situation', 'event', 'morphologic abnormality',
+  'regime/therapy', 'specimen', 'physical object', 'medicinal product', 'clinical drug', 'occupation',
+  'person', 'environment', 'record artifact', 'assessment scale', 'attribute'];
+
 async function searchSnomed(p, signal) {
   const rows = await api(query('/v1/snomed/search', {
     s: p.q, maxHits: 25, constraint: p.within, inactiveConcepts: p.inactive === 'true', removeDuplicates: true,
+    semanticTag: p.tag,
   }), { signal });
   return rows.map((r) => ({ id: String(r.conceptId), term: r.term, preferred: r.preferredTerm, link: `#/concept/${r.conceptId}` }));
 }
@@ -108,6 +115,7 @@ async function searchOther(p, signal) {
 export function BrowsePage({ params }) {
   const [p, setP] = useState({
     q: params.q || '', system: params.system || SCT, within: params.within || '', inactive: params.inactive || '',
+    tag: params.tag || '',
   });
   const [result, setResult] = useState({ rows: null, error: null, ms: null });
   const input = useRef(null);
@@ -115,7 +123,7 @@ export function BrowsePage({ params }) {
   useEffect(() => { input.current && input.current.focus(); }, []);
   useEffect(() => {
     replaceParams('browse', { ...p, system: p.system === SCT ? '' : p.system });
-    if (!p.q.trim() && !p.within.trim()) {
+    if (!p.q.trim() && (p.system !== SCT || (!p.within.trim() && !p.tag))) {
       setResult({ rows: null, error: null, ms: null });
       return undefined;
     }
@@ -127,7 +135,7 @@ export function BrowsePage({ params }) {
       (error) => { if (!aborted(error)) setResult({ rows: null, error, ms: null }); },
     );
     return () => ctl.abort();
-  }, [p.q, p.system, p.within, p.inactive]);
+  }, [p.q, p.system, p.within, p.inactive, p.tag]);
   const set = (k) => (e) => setP({ ...p, [k]: e.currentTarget.type === 'checkbox' ? String(e.currentTarget.checked) : e.currentTarget.value });
   // Down arrow from the search field goes to the first result; arrows move between results.
   const onKey = (e) => {
@@ -154,6 +162,12 @@ export function BrowsePage({ params }) {
       ${p.system === SCT && html`
         <label class="field">Within (ECL)
           <input value=${p.within} onInput=${set('within')} placeholder="<< 404684003" aria-label="Within (ECL constraint)" />
+        </label>
+        <label class="field">Semantic tag
+          <select value=${p.tag} onChange=${set('tag')}>
+            <option value="">any</option>
+            ${SEMANTIC_TAGS.map((t) => html`<option value=${t}>${t}</option>`)}
+          </select>
         </label>
         <label class="check"><input type="checkbox" checked=${p.inactive === 'true'} onChange=${set('inactive')} /> Inactive concepts too</label>`}
     </form>

@@ -587,6 +587,15 @@ fn search_now(
     };
     req.is_a = query.ids("isA")?;
     req.refsets = query.ids("refset")?;
+    // A Thoth addition: `semanticTag=disorder` (repeated or comma-separated: any of them).
+    req.semantic_tags = query
+        .all
+        .iter()
+        .filter(|(k, _)| k == "semanticTag")
+        .flat_map(|(_, v)| v.split(','))
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
     let constraint = match params.get("constraint").or_else(|| params.get("ecl")) {
         Some(ecl) => Some(evaluate_ecl(store, ecl, false)?),
         None => None,
@@ -595,6 +604,7 @@ fn search_now(
     if text.trim().is_empty()
         && req.is_a.is_empty()
         && req.refsets.is_empty()
+        && req.semantic_tags.is_empty()
         && req.constraint.is_none()
     {
         return Err(ApiError::BadRequest("missing parameter: s (or a filter)".into()).into());

@@ -35,6 +35,9 @@ pub struct SearchRequest<'a> {
     pub kinds: Vec<DescriptionKind>,
     /// Only the descriptions in this bitmap of dense indexes (the preferred terms of a language, say).
     pub descriptions: Option<&'a RoaringBitmap>,
+    /// Only concepts whose fully specified name carries one of these semantic tags (`disorder`,
+    /// `body structure`; any case); empty: any.
+    pub semantic_tags: Vec<String>,
 }
 
 impl<'a> SearchRequest<'a> {
@@ -53,6 +56,7 @@ impl<'a> SearchRequest<'a> {
             constraint: None,
             kinds: Vec::new(),
             descriptions: None,
+            semantic_tags: Vec::new(),
         }
     }
 }
@@ -99,6 +103,12 @@ impl Store {
     fn concept_passes(&self, c: ConceptIdx, req: &SearchRequest<'_>, is_a: &[ConceptIdx]) -> bool {
         (req.inactive_concepts || self.is_active(c))
             && req.constraint.is_none_or(|b| b.contains(c.0))
+            && (req.semantic_tags.is_empty()
+                || self.semantic_tag(c).is_some_and(|tag| {
+                    req.semantic_tags
+                        .iter()
+                        .any(|want| want.eq_ignore_ascii_case(tag))
+                }))
             && (is_a.is_empty() || is_a.iter().any(|&a| self.is_a(c, a)))
             && (req.refsets.is_empty()
                 || req.refsets.iter().any(|&r| {
@@ -172,6 +182,8 @@ impl Store {
                 }
                 Box::new(b.into_iter())
             }
+            // Concepts of a semantic tag: in index order until enough pass (the walk stops at `max_hits`).
+            (None, None) if !req.semantic_tags.is_empty() => Box::new(0..self.concept_count()),
             (None, None) => return Vec::new(),
         };
         let defaults = self.default_refsets();

@@ -1058,6 +1058,15 @@ impl Store {
             })
     }
 
+    /// The semantic tag of a concept: the text in the last parentheses of its fully specified name (in the
+    /// default language refsets), as in `Appendicitis (disorder)`; None when it has no FSN or the FSN no tag.
+    pub fn semantic_tag(&self, idx: ConceptIdx) -> Option<&str> {
+        let fsn = self.fully_specified_name(idx, &self.default_refsets)?.term;
+        let inner = fsn.trim_end().strip_suffix(')')?;
+        let open = inner.rfind('(')?;
+        inner.get(open + 1..).filter(|tag| !tag.is_empty())
+    }
+
     /// Installed language refsets in the default order: en-US, en-GB, then the others.
     pub fn default_refsets(&self) -> Vec<SctId> {
         self.default_refsets.clone()

@@ -219,6 +219,19 @@ def walk(run, args):
     run.shot("01-search")
     # The search is a deep link.
     assert "q=appendic" in page.url, page.url
+    # The semantic tag narrows it (and is in the link too).
+    box.fill("liver")
+    tag = page.get_by_label("Semantic tag")
+    liver_structure = page.locator('ul.results a[href="#/concept/10200004"]')  # Liver structure
+    tag.select_option("body structure")
+    expect(liver_structure.first).to_be_visible()
+    assert "tag=body" in page.url, page.url
+    tag.select_option("disorder")
+    expect(page.locator("ul.results a").first).to_be_visible()
+    expect(liver_structure).to_have_count(0)
+    tag.select_option("")
+    box.fill("appendic")
+    expect(result.first).to_be_visible()
     result.first.click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Appendicitis")
     expect(page.get_by_text("74400008").first).to_be_visible()

@@ -319,3 +319,58 @@ async fn text_searches_refuse_too_many_or_too_long_words() {
     let (status, _) = get(&format!("/v1/snomed/expand?ecl={ecl}")).await;
     assert_eq!(status, StatusCode::OK);
 }
+
+/// `semanticTag` (a Thoth addition) keeps the concepts whose fully specified name carries the tag; alone, it lists
+/// concepts of the tag.
+#[tokio::test]
+async fn search_by_semantic_tag() {
+    let store = store();
+    let tag_of = |concept: u64| {
+        let idx = store
+            .index_of(snomed::SctId::parse(&concept.to_string()).unwrap())
+            .unwrap();
+        store.semantic_tag(idx).map(str::to_string)
+    };
+    let (_, all) = get("/v1/snomed/search?s=liver&maxHits=9999").await;
+    let all = all.as_array().unwrap();
+    let tags: std::collections::BTreeSet<String> = all
+        .iter()
+        .filter_map(|h| tag_of(h["conceptId"].as_u64().unwrap()))
+        .collect();
+    assert!(tags.len() >= 2, "liver spans several tags: {tags:?}");
+    let mut seen = 0;
+    for tag in &tags {
+        let (status, hits) = get(&format!(
+            "/v1/snomed/search?s=liver&maxHits=9999&semanticTag={}",
+            tag.replace(' ', "%20").to_uppercase()
+        ))
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        let hits = hits.as_array().unwrap();
+        assert!(!hits.is_empty(), "{tag}");
+        for h in hits {
+            assert_eq!(
+                tag_of(h["conceptId"].as_u64().unwrap()).as_deref(),
+                Some(tag.as_str())
+            );
+        }
+        let expected = all
+            .iter()
+            .filter(|h| tag_of(h["conceptId"].as_u64().unwrap()).as_deref() == Some(tag.as_str()))
+            .count();
+        assert_eq!(hits.len(), expected, "{tag}");
+        seen += hits.len();
+    }
+    assert!(seen <= all.len());
+    // Alone: concepts of the tag.
+    let (status, listed) = get("/v1/snomed/search?semanticTag=body%20structure&maxHits=5").await;
+    assert_eq!(status, StatusCode::OK);
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 5);
+    for h in listed {
+        assert_eq!(
+            tag_of(h["conceptId"].as_u64().unwrap()).as_deref(),
+            Some("body structure")
+        );
+    }
+}
