@@ -10,6 +10,7 @@ mod console;
 mod errors;
 mod hl7_api;
 mod https;
+mod lifecycle;
 mod messages_api;
 mod snomed_api;
 mod terminology;
