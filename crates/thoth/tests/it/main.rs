@@ -9,6 +9,7 @@ mod hl7_cli;
 mod hl7apy_verdicts;
 mod kafka;
 mod mcp;
+mod replicas;
 mod serve;
 mod terminology;
 
