@@ -23,6 +23,8 @@ pub struct Follow {
     pub max_expansion: usize,
     /// How often `CURRENT` is read.
     pub every: Duration,
+    /// Read a new store in before serving it (`--preload`).
+    pub preload: bool,
     /// Builds the application over a state (the router with the MCP endpoint).
     pub build: Box<dyn Fn(server::AppState) -> server::App + Send + Sync>,
 }
@@ -105,6 +107,9 @@ fn reload(follow: &Follow, base: server::AppState) -> Result<server::AppState, s
         ms = started.elapsed().as_millis() as u64,
         "SNOMED CT store open"
     );
+    if follow.preload {
+        preload(&store);
+    }
     let terminology = crate::cmd::terminology::load_service(
         &follow.data_dir,
         follow.max_expansion,
@@ -115,4 +120,15 @@ fn reload(follow: &Follow, base: server::AppState) -> Result<server::AppState, s
         terminology: Some(terminology),
         ..base
     })
+}
+
+/// Reads the whole store file in (`--preload`), logging how much and how long.
+pub fn preload(store: &snomed::Store) {
+    let started = std::time::Instant::now();
+    let bytes = store.preload();
+    tracing::info!(
+        mib = bytes >> 20,
+        ms = started.elapsed().as_millis() as u64,
+        "SNOMED CT store read in (--preload)"
+    );
 }

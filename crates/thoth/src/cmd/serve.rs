@@ -80,6 +80,10 @@ pub struct Args {
     /// How often `<data>/snomed/CURRENT` is read to pick up a new SNOMED CT import without a restart (0: never).
     #[arg(long, env = "THOTH_STORE_CHECK", default_value = "5", value_name = "SECS", value_parser = seconds)]
     store_check: Duration,
+    /// Read the whole SNOMED CT store file in before answering (and each new import before serving it), so that
+    /// no request waits for the disk; the pages are shared by every process that maps the store.
+    #[arg(long, env = "THOTH_PRELOAD")]
+    preload: bool,
 }
 
 /// A duration in seconds, fractions allowed (`0.5`).
@@ -321,6 +325,7 @@ async fn serve(args: Args, start: Start) -> anyhow::Result<()> {
     ));
 
     let fetch = !(args.offline || args.read_only);
+    let preload = args.preload;
     let load = {
         let data_dir = data_dir.clone();
         let (registry, icd10cm, max_expansion) = (
@@ -335,7 +340,11 @@ async fn serve(args: Args, start: Start) -> anyhow::Result<()> {
             } else {
                 tracing::info!("offline: not fetching missing open content");
             }
-            crate::cmd::terminology::terminology_state(data_dir, max_expansion)
+            let state = crate::cmd::terminology::terminology_state(data_dir, max_expansion);
+            if preload && let Some(store) = &state.snomed {
+                crate::cmd::replica::preload(store);
+            }
+            state
         })
     };
     let state = tokio::select! {
@@ -394,6 +403,7 @@ async fn serve(args: Args, start: Start) -> anyhow::Result<()> {
                 data_dir,
                 max_expansion: args.tx_max_expansion,
                 every: args.store_check,
+                preload: args.preload,
                 build: Box::new(build),
             },
         ));

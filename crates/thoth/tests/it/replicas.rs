@@ -308,10 +308,12 @@ fn read_only_replicas_share_a_data_directory_write_nothing_and_follow_a_new_impo
         .iter()
         .enumerate()
         .map(|(i, port)| {
+            // One of them reads each store in before serving it.
+            let preload: &[&str] = if i == 0 { &["--preload"] } else { &[] };
             spawn_serve(
                 &data,
                 *port,
-                &["--read-only", "--store-check", "0.2"],
+                &[&["--read-only", "--store-check", "0.2"], preload].concat(),
                 &format!("replica-{i}.log"),
             )
         })
@@ -399,5 +401,7 @@ fn read_only_replicas_share_a_data_directory_write_nothing_and_follow_a_new_impo
         assert!(status.success(), "replica {i}: {status}");
         let log = std::fs::read_to_string(dir.path().join(format!("replica-{i}.log"))).unwrap();
         assert!(log.contains("serving the new import"), "{log}");
+        let preloads = log.matches("store read in (--preload)").count();
+        assert_eq!(preloads, if i == 0 { 2 } else { 0 }, "{log}");
     }
 }
