@@ -80,8 +80,40 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         .stderr(log)
         .spawn()
         .with_context(|| format!("starting {}", exe.display()))?;
+    // A second server, with `--auth`, on an empty data directory: the console's token form against real access
+    // control (only its message routes are used).
+    let auth_token = format!("console-test-{}", std::process::id());
+    let auth_dir = work.join("auth");
+    let _ = std::fs::remove_dir_all(&auth_dir);
+    std::fs::create_dir_all(auth_dir.join("data"))?;
+    let hash: String = {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(auth_token.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    std::fs::write(
+        auth_dir.join("auth.toml"),
+        format!(
+            "[auth]\n[[auth.tokens]]\nname = \"console-test\"\nsha256 = \"{hash}\"\nscopes = [\"admin\"]\n"
+        ),
+    )?;
+    let (auth_http, auth_mllp) = (free_port()?, free_port()?);
+    let mut auth_server = Command::new(&exe)
+        .arg("--data")
+        .arg(auth_dir.join("data"))
+        .args(["serve", "--offline", "--auth"])
+        .arg(auth_dir.join("auth.toml"))
+        .args(["--http", &format!("127.0.0.1:{auth_http}")])
+        .args(["--mllp", &format!("127.0.0.1:{auth_mllp}")])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(work.join("auth-server.log"))?)
+        .spawn()
+        .with_context(|| format!("starting {}", exe.display()))?;
     let result = (|| {
         wait_healthy(http, Duration::from_secs(300))?;
+        wait_healthy(auth_http, Duration::from_secs(300))?;
         let mut test = Command::new("python3");
         test.arg(root.join("crates/server/tests/console/test_console.py"))
             .args(["--url", &format!("http://127.0.0.1:{http}")])
@@ -90,6 +122,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             .arg(work.join("screenshots"));
         if perf_only {
             test.arg("--perf-only");
+        } else {
+            test.args(["--auth-url", &format!("http://127.0.0.1:{auth_http}")])
+                .args(["--auth-mllp", &format!("127.0.0.1:{auth_mllp}")])
+                .args(["--auth-token", &auth_token]);
         }
         if let Some(w) = &words {
             test.args(["--words", w]);
@@ -104,7 +140,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         }
         anyhow::Ok(())
     })();
-    let _ = server.kill();
-    let _ = server.wait();
+    for s in [&mut server, &mut auth_server] {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
     result
 }

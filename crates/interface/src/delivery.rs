@@ -40,7 +40,7 @@ pub(crate) async fn run(
                 continue;
             }
         }
-        let raw = match inner.store.raw(id) {
+        let raw = match inner.raw_off_runtime(id).await {
             Ok(Some(raw)) => raw,
             Ok(None) => {
                 inner.counters.route_skipped(&route);

@@ -38,6 +38,20 @@ pub(crate) struct Inner {
     workers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
+impl Inner {
+    /// The exact bytes of a stored message, read on the blocking pool: a read is up to 16 MiB from the log with
+    /// its checksum, long enough to stall the other tasks of an async worker.
+    pub(crate) async fn raw_off_runtime(
+        self: &Arc<Self>,
+        id: MessageId,
+    ) -> Result<Option<Vec<u8>>, EngineError> {
+        let inner = Arc::clone(self);
+        tokio::task::spawn_blocking(move || inner.store.raw(id))
+            .await
+            .map_err(|e| EngineError::store("read", e))?
+    }
+}
+
 /// Who waits for the outcome of each (message, route) delivery.
 type Waiters = HashMap<(MessageId, String), Vec<oneshot::Sender<bool>>>;
 
@@ -475,8 +489,8 @@ impl Engine {
     pub async fn replay(&self, id: MessageId) -> Result<Vec<String>, EngineError> {
         let raw = self
             .inner
-            .store
-            .raw(id)?
+            .raw_off_runtime(id)
+            .await?
             .ok_or(EngineError::NotFound(id.0))?;
         let msg = Message::parse(&raw);
         let header = Header::read(&msg);

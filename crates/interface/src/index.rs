@@ -17,6 +17,8 @@ use redb::{
 const BY_TYPE: TableDefinition<(&str, u64), ()> = TableDefinition::new("by_type");
 /// (sending application, the part of the sender before `@`, id).
 const BY_SENDER: TableDefinition<(&str, u64), ()> = TableDefinition::new("by_sender");
+/// (MSH-9-2, the trigger event, id). Added after the others: [`backfill`] builds it for a store written before.
+pub(crate) const BY_TRIGGER: TableDefinition<(&str, u64), ()> = TableDefinition::new("by_trigger");
 /// (MSH-10, id).
 const BY_CONTROL_ID: TableDefinition<(&str, u64), ()> = TableDefinition::new("by_control_id");
 /// (status, id).
@@ -39,6 +41,7 @@ fn sender_app(sender: &str) -> &str {
 /// Creates the index tables (in the transaction that creates the store's tables).
 pub(crate) fn create(txn: &WriteTransaction) -> Result<(), redb::TableError> {
     txn.open_table(BY_TYPE)?;
+    txn.open_table(BY_TRIGGER)?;
     txn.open_table(BY_SENDER)?;
     txn.open_table(BY_CONTROL_ID)?;
     txn.open_table(BY_STATUS)?;
@@ -50,6 +53,7 @@ pub(crate) fn create(txn: &WriteTransaction) -> Result<(), redb::TableError> {
 pub(crate) fn add(txn: &WriteTransaction, id: u64, m: &MetaRecord) -> Result<(), EngineError> {
     let keyed = [
         (BY_TYPE, m.message_type.as_str()),
+        (BY_TRIGGER, m.trigger.as_str()),
         (BY_SENDER, sender_app(&m.sender)),
         (BY_CONTROL_ID, m.control_id.as_str()),
         (BY_STATUS, m.status.as_str()),
@@ -95,6 +99,26 @@ pub(crate) fn rebuild(txn: &WriteTransaction) -> Result<u64, EngineError> {
     Ok(n)
 }
 
+/// Builds the indexes added since a store was written (the trigger index) from the header table; the number of
+/// messages indexed (0 when nothing was missing).
+pub(crate) fn backfill(txn: &WriteTransaction) -> Result<u64, EngineError> {
+    let mut by_trigger = txn.open_table(BY_TRIGGER).map_err(w)?;
+    if !by_trigger.is_empty().map_err(w)? {
+        return Ok(0);
+    }
+    let meta = txn.open_table(META).map_err(w)?;
+    let mut n = 0;
+    for entry in meta.iter().map_err(w)? {
+        let (k, v) = entry.map_err(w)?;
+        let m = decode_meta(v.value())?;
+        by_trigger
+            .insert((m.trigger.as_str(), k.value()), ())
+            .map_err(w)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// Messages matching `q`, newest first, with the total.
 pub(crate) fn list(txn: &ReadTransaction, q: &Query) -> Result<Page, EngineError> {
     let meta = txn.open_table(META).map_err(r)?;
@@ -124,6 +148,8 @@ pub(crate) fn list(txn: &ReadTransaction, q: &Query) -> Result<Page, EngineError
     let others = |n: usize| filters(q) == n;
     let keyed = if let Some(c) = &q.control_id {
         Some((BY_CONTROL_ID, c.as_str(), others(1)))
+    } else if let Some(t) = &q.trigger {
+        Some((BY_TRIGGER, t.as_str(), others(1)))
     } else if let Some(s) = q.status {
         Some((BY_STATUS, s.as_str(), others(1)))
     } else if let Some(t) = &q.message_type {
@@ -144,11 +170,6 @@ pub(crate) fn list(txn: &ReadTransaction, q: &Query) -> Result<Page, EngineError
         let to = (q.until_ms.unwrap_or(u64::MAX), 0);
         for entry in table.range(from..to).map_err(r)?.rev() {
             visit(entry.map_err(r)?.0.value().1, others(1))?;
-        }
-    } else if filters(q) > 0 {
-        // Only filters without an index (the trigger): a scan of the headers.
-        for entry in meta.iter().map_err(r)?.rev() {
-            visit(entry.map_err(r)?.0.value(), false)?;
         }
     } else {
         // No filter: the header table itself, and its length is the total.

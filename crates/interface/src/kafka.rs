@@ -246,7 +246,7 @@ async fn send(
             return None;
         }
     }
-    let raw = match inner.store.raw(id) {
+    let raw = match inner.raw_off_runtime(id).await {
         Ok(Some(raw)) => raw,
         Ok(None) => {
             inner.counters.route_skipped(route);

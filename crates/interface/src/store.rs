@@ -567,6 +567,11 @@ fn init(db: &Database, path: &Path) -> Result<(u64, Pos, u64), EngineError> {
     if upgrade_from_1 {
         let n = index::rebuild(&txn)?;
         tracing::info!(messages = n, "message store indexes built");
+    } else {
+        let n = index::backfill(&txn)?;
+        if n > 0 {
+            tracing::info!(messages = n, "message store: trigger index built");
+        }
     }
     txn.commit().map_err(|x| e(x.into()))?;
     Ok((next, from, from_batch))
@@ -1349,6 +1354,29 @@ mod tests {
         index::create(&txn).unwrap();
         index::add(&txn, 1, &m).unwrap();
         txn.commit().unwrap();
+    }
+
+    #[test]
+    fn a_store_written_before_the_trigger_index_gets_it_at_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        write_format(tmp.path(), FORMAT_VERSION);
+        {
+            let db = Database::open(tmp.path().join("messages.redb")).unwrap();
+            let txn = db.begin_write().unwrap();
+            assert!(txn.delete_table(index::BY_TRIGGER).unwrap());
+            txn.commit().unwrap();
+        }
+        let store = open(tmp.path()).unwrap();
+        let page = store
+            .list(&Query {
+                trigger: Some("A01".into()),
+                limit: 10,
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(page.total, 1);
+        assert_eq!(page.items[0].control_id, "OLD-1");
+        store.close();
     }
 
     #[test]

@@ -109,7 +109,7 @@ impl FrameDecoder {
                             self.state = State::InFrame { scanned: 0 };
                         }
                         Some(i) => {
-                            let whitespace = is_whitespace(&self.buf[..i]);
+                            let whitespace = is_whitespace(self.buf.get(..i).unwrap_or_default());
                             self.buf.advance(i + 1);
                             self.state = State::InFrame { scanned: 0 };
                             return Some(Event::Junk { len: i, whitespace });
@@ -144,7 +144,7 @@ impl FrameDecoder {
                                 // Keep only the head; a trailing end block may pair with a CR not yet read.
                                 let keep = usize::from(self.buf.last() == Some(&END_BLOCK));
                                 let len = self.buf.len() - keep;
-                                let head = self.buf[..len.min(OVERSIZED_HEAD_LEN)].to_vec().into();
+                                let head = Bytes::copy_from_slice(head_of(&self.buf));
                                 self.buf.advance(len);
                                 self.state = State::Discarding { head, len };
                             } else {
@@ -189,7 +189,7 @@ impl FrameDecoder {
 
 fn oversized(payload: &[u8], len: usize) -> Event {
     Event::Oversized {
-        head: Bytes::copy_from_slice(&payload[..payload.len().min(OVERSIZED_HEAD_LEN)]),
+        head: Bytes::copy_from_slice(head_of(payload)),
         len,
     }
 }
@@ -209,12 +209,19 @@ enum Boundary {
     NeedMore(usize),
 }
 
+/// The first bytes of an oversized frame, kept for the store and the log.
+fn head_of(payload: &[u8]) -> &[u8] {
+    payload
+        .get(..payload.len().min(OVERSIZED_HEAD_LEN))
+        .unwrap_or_default()
+}
+
 /// Finds the first frame end or stray start block at or after `from`. An end block not followed by CR is payload.
 fn find_boundary(buf: &[u8], from: usize) -> Boundary {
     let mut at = from;
-    while let Some(i) = memchr::memchr2(END_BLOCK, START_BLOCK, &buf[at..]) {
+    while let Some(i) = memchr::memchr2(END_BLOCK, START_BLOCK, buf.get(at..).unwrap_or_default()) {
         let j = at + i;
-        if buf[j] == START_BLOCK {
+        if buf.get(j) == Some(&START_BLOCK) {
             return Boundary::Start(j);
         }
         match buf.get(j + 1) {

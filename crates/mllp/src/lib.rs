@@ -30,6 +30,9 @@
 //! assert_eq!(&client.send(b"MSH|^~\\&|A").await?[..], b"MSH|^~\\&|A");
 //! # Ok(()) }
 //! ```
+// Request paths must not panic on what a client sends (a panic there would be a 500, or a lost connection):
+// no `unwrap`/`expect` and no unchecked indexing outside tests (clippy.toml allows them in tests).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 mod client;
 mod codec;

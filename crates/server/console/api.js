@@ -12,6 +12,31 @@ export class ApiError extends Error {
   }
 }
 
+// A server started with `--auth` wants a bearer token (or a JWT) on the message routes, and on every route with
+// `open_routes = false`. The console keeps the one entered for this tab only (sessionStorage: gone when the tab
+// closes, never sent anywhere but this origin's APIs).
+const TOKEN_KEY = 'thoth.token';
+
+/** The token entered in this tab, or ''. */
+export function token() {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) || '';
+  } catch (_) {
+    return '';
+  }
+}
+
+/** Keeps `value` as this tab's token ('' forgets it) and tells the pages, which then ask again. */
+export function setToken(value) {
+  try {
+    if (value) sessionStorage.setItem(TOKEN_KEY, value);
+    else sessionStorage.removeItem(TOKEN_KEY);
+  } catch (_) {
+    // storage refused (a private window's quota): the token lasts until the page is left
+  }
+  window.dispatchEvent(new CustomEvent('thoth-token'));
+}
+
 /** The readable text of an error body: OperationOutcome diagnostics, Hermes's `error`, or the text itself. */
 function explain(status, text) {
   try {
@@ -29,7 +54,7 @@ function explain(status, text) {
 }
 
 /**
- * Fetches `path` and returns its JSON (or text when `opts.text`). `opts.body` is sent as JSON when it is an
+ * Fetches `path` and returns its JSON (or text when `opts.text`, a Blob of the exact bytes when `opts.blob`). `opts.body` is sent as JSON when it is an
  * object, as is when it is a string; `opts.signal` cancels it (the promise then rejects with an AbortError).
  */
 export async function api(path, opts = {}) {
@@ -44,6 +69,8 @@ export async function api(path, opts = {}) {
     }
   }
   init.headers.accept = opts.accept || 'application/json, application/fhir+json;q=0.9, */*;q=0.1';
+  const bearer = token();
+  if (bearer) init.headers.authorization = `Bearer ${bearer}`;
   if (opts.log) requestLog.unshift({ method: init.method, path, body: init.body });
   let response;
   try {
@@ -52,12 +79,18 @@ export async function api(path, opts = {}) {
     if (e.name === 'AbortError') throw e;
     throw new ApiError(`could not reach the Thoth server (${e.message}); is it still running?`, 0);
   }
+  // The exact bytes (a stored message need not be UTF-8).
+  if (opts.blob && response.ok) return response.blob();
   const text = await response.text();
   if (!response.ok) {
     const why = explain(response.status, text);
-    const prefix = response.status === 403 || response.status === 401
-      ? 'not allowed: '
-      : '';
+    if (response.status === 401) {
+      // The shell opens its token form; the page says why it has nothing to show.
+      window.dispatchEvent(new CustomEvent('thoth-auth-needed'));
+      const hint = bearer ? 'the token entered was refused' : 'enter a token with “Token” at the top';
+      throw new ApiError(`not allowed: ${why}; ${hint} (HTTP 401)`, 401);
+    }
+    const prefix = response.status === 403 ? 'not allowed: ' : '';
     throw new ApiError(`${prefix}${why} (HTTP ${response.status})`, response.status);
   }
   if (opts.text) return text;

@@ -7,6 +7,7 @@ import { BrowsePage, ConceptPage, CodePage } from './browse.js';
 import { EclPage } from './ecl.js';
 import { FhirPage } from './fhir.js';
 import { MessagesPage, MessagePage, PastePage } from './messages.js';
+import { token, setToken } from './api.js';
 
 const SECTIONS = [
   ['browse', 'Browse'],
@@ -41,8 +42,51 @@ function Page({ route }) {
   }
 }
 
+/**
+ * The token of a server started with `--auth`: a button in the header that opens a small form. Entering or
+ * forgetting it reloads the page shown, which then asks with (or without) it.
+ */
+function TokenControl() {
+  const [open, setOpen] = useState(false);
+  const [saved, setSaved] = useState(token() !== '');
+  useEffect(() => {
+    const ask = () => setOpen(true);
+    window.addEventListener('thoth-auth-needed', ask);
+    return () => window.removeEventListener('thoth-auth-needed', ask);
+  }, []);
+  const submit = (e) => {
+    e.preventDefault();
+    const value = new FormData(e.target).get('token').trim();
+    setToken(value);
+    setSaved(value !== '');
+    setOpen(false);
+  };
+  const forget = () => { setToken(''); setSaved(false); };
+  return html`
+    <div class="token">
+      <button type="button" aria-expanded=${open} onClick=${() => setOpen(!open)}>
+        ${saved ? 'Token ✓' : 'Token'}
+      </button>
+      ${saved && html`<button type="button" onClick=${forget}>Forget token</button>`}
+      ${open && html`
+        <form class="token-form" onSubmit=${submit} aria-label="Access token">
+          <label>Bearer token or JWT for this server (kept in this tab only)
+            <input name="token" type="password" autocomplete="off" spellcheck="false" required />
+          </label>
+          <button type="submit">Use token</button>
+        </form>`}
+    </div>`;
+}
+
 function App() {
   const [route, setRoute] = useState(currentRoute());
+  // A new token (or none) asks the page shown again.
+  const [tokenVersion, setTokenVersion] = useState(0);
+  useEffect(() => {
+    const onToken = () => setTokenVersion((v) => v + 1);
+    window.addEventListener('thoth-token', onToken);
+    return () => window.removeEventListener('thoth-token', onToken);
+  }, []);
   useEffect(() => {
     // Only a new location (a link, back/forward) changes the page; replaceState from typing does not fire this.
     const onHash = () => setRoute(currentRoute());
@@ -64,8 +108,9 @@ function App() {
             <li><a href=${`#/${id}`} aria-current=${current === id ? 'page' : undefined}>${label}</a></li>`)}
         </ul>
       </nav>
+      <${TokenControl} />
     </header>
-    <main id="main"><${Page} key=${route.raw} route=${route} /></main>`;
+    <main id="main"><${Page} key=${`${route.raw}#${tokenVersion}`} route=${route} /></main>`;
 }
 
 render(html`<${App} />`, document.getElementById('app'));

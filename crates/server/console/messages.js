@@ -109,6 +109,17 @@ export function MessagePage({ id }) {
     (r) => { setReplay({ ok: r.routes.length ? `Replayed on ${r.routes.join(', ')}` : 'Replayed: no route matches this message, so nothing was queued' }); setVersion(version + 1); },
     (e) => setReplay({ error: e }),
   );
+  // Through the API (not a plain link), so that a token entered for a server with `--auth` goes with it.
+  const downloadRaw = () => api(`/messages/${data.id}/raw`, { blob: true, accept: '*/*' }).then(
+    (bytes) => {
+      const link = document.createElement('a');
+      link.href = URL.createObjectURL(bytes);
+      link.download = `message-${data.id}.hl7`;
+      link.click();
+      setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+    },
+    (e) => setReplay({ error: e }),
+  );
   const showBundle = () => api(`/messages/${data.id}/fhir`, { accept: 'application/fhir+json' }).then((b) => setBundle({ b }), (e) => setBundle({ error: e }));
   const v = data.validation || {};
   return html`
@@ -117,24 +128,24 @@ export function MessagePage({ id }) {
     <dl class="facts">
       <dt>Received</dt><dd>${data.received}</dd><dt>Sender</dt><dd>${data.sender}</dd><dt>Peer</dt><dd>${data.peer}</dd>
       <dt>Control id</dt><dd>${data.control_id}</dd><dt>Status</dt><dd>${data.status}</dd>
-      <dt>Structure</dt><dd>${data.message.structure || '?'} (v${data.message.version || '?'})</dd>
+      <dt>Structure</dt><dd>${data.message ? `${data.message.structure || '?'} (v${data.message.version || '?'})` : '?'}</dd>
       <dt>Validation</dt><dd>${v.valid ? 'valid' : `${(v.issues || []).length} issue(s)`} ${v.mode ? `(mode ${v.mode})` : ''}</dd>
     </dl>
     <p class="actions">
       <button type="button" onClick=${doReplay}>Replay</button>
       <button type="button" onClick=${showBundle}>Show FHIR Bundle</button>
-      <a href=${`/messages/${data.id}/raw`}>Raw bytes</a>
+      <button type="button" onClick=${downloadRaw}>Download raw bytes</button>
     </p>
     ${replay && (replay.error ? html`<${ErrorMessage} error=${replay.error} />` : html`<p class="ok" role="status">${replay.ok}</p>`)}
     ${bundle && (bundle.error ? html`<${ErrorMessage} error=${bundle.error} />` : html`<h2>FHIR Bundle</h2><${JsonView} value=${bundle.b} label="FHIR Bundle" />`)}
     <h2>Segments</h2>
-    <${Segments} message=${data.message} validation=${v} />
+    ${data.message ? html`<${Segments} message=${data.message} validation=${v} />` : html`<p class="muted" role="status">${data.omitted}</p>`}
     <h2>Deliveries</h2>
     ${data.deliveries.length ? html`<table class="grid" aria-label="Deliveries"><thead><tr><th>Route</th><th>Status</th><th>Attempts</th><th>History</th></tr></thead><tbody>
       ${data.deliveries.map((d) => html`<tr><td>${d.route}</td><td>${d.status}</td><td>${d.attempts}</td><td>${d.history.map((a) => html`<div>${a.at} ${a.ok ? 'ok' : 'failed'} ${a.detail || ''}</div>`)}</td></tr>`)}
     </tbody></table>` : html`<p class="muted">No delivery: no route of the engine matches this message.</p>`}
     <h2>Raw</h2>
-    <pre class="raw">${data.raw.replace(/\r/g, '\n')}</pre>`;
+    ${data.raw !== null ? html`<pre class="raw">${data.raw.replace(/\r/g, '\n')}</pre>` : html`<p class="muted">${data.omitted}</p>`}`;
 }
 
 const SAMPLE = 'MSH|^~\\&|HIS|HOSP|LAB|HOSP|20240315143000||ADT^A01^ADT_A01|MSG0001|P|2.5.1\rEVN|A01|20240315143000\rPID|1||12345^^^HOSP^MR||DOE^JOHN||19700101|M\rPV1|1|I|WARD1^101^A';

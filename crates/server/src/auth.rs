@@ -478,9 +478,10 @@ fn parse_sha256(hex: &str) -> Option<[u8; 32]> {
         return None;
     }
     let mut out = [0u8; 32];
-    for (i, pair) in hex.chunks(2).enumerate() {
-        let digit = |c: u8| (c as char).to_digit(16);
-        out[i] = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
+    let digit = |c: u8| (c as char).to_digit(16);
+    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+        let [high, low] = pair else { return None };
+        *byte = u8::try_from(digit(*high)? * 16 + digit(*low)?).ok()?;
     }
     Some(out)
 }

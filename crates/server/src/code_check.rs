@@ -24,13 +24,20 @@ impl v2fhir::CodeChecker for TerminologyChecker {
         }
         // An unknown code system is not a wrong code: the converter says nothing it cannot know.
         let unknown_system = answer.resources("issues").iter().any(|oo| {
-            oo["issue"].as_array().is_some_and(|issues| {
-                issues.iter().any(|i| {
-                    i["details"]["coding"]
-                        .as_array()
-                        .is_some_and(|c| c.iter().any(|c| c["code"] == "not-found"))
+            oo.get("issue")
+                .and_then(serde_json::Value::as_array)
+                .is_some_and(|issues| {
+                    issues.iter().any(|i| {
+                        i.pointer("/details/coding")
+                            .and_then(serde_json::Value::as_array)
+                            .is_some_and(|c| {
+                                c.iter().any(|c| {
+                                    c.get("code").and_then(serde_json::Value::as_str)
+                                        == Some("not-found")
+                                })
+                            })
+                    })
                 })
-            })
         });
         if unknown_system {
             return v2fhir::CodeCheck::NotLoaded;

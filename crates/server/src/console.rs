@@ -44,6 +44,9 @@ struct Asset {
 struct Console {
     version: String,
     index: Asset,
+    /// The page's Content-Security-Policy: nothing but this origin's files, and the one inline script (the import
+    /// map) by its hash.
+    csp: String,
     files: HashMap<String, Asset>,
 }
 
@@ -60,8 +63,10 @@ fn console() -> &'static Console {
                 hasher.update(f.metadata.sha256_hash());
             }
         }
-        let version: String = hasher.finalize()[..6]
+        let version: String = hasher
+            .finalize()
             .iter()
+            .take(6)
             .map(|b| format!("{b:02x}"))
             .collect();
         let mut files = HashMap::new();
@@ -75,12 +80,30 @@ fn console() -> &'static Console {
                 files.insert(name.to_string(), asset(&name, f.data.into_owned()));
             }
         }
+        let index = index.unwrap_or_else(|| asset("index.html", b"console missing".to_vec()));
         Console {
-            index: index.unwrap_or_else(|| asset("index.html", b"console missing".to_vec())),
+            csp: content_security_policy(&index.raw),
+            index,
             version,
             files,
         }
     })
+}
+
+/// Only this origin's scripts, styles, images and API; the inline import map allowed by its SHA-256; no plugins,
+/// no framing, no `<base>`, forms only to this origin.
+fn content_security_policy(index: &[u8]) -> String {
+    use base64::Engine as _;
+    let text = String::from_utf8_lossy(index);
+    let import_map = text
+        .split_once("<script type=\"importmap\">")
+        .and_then(|(_, rest)| rest.split_once("</script>"))
+        .map_or("", |(map, _)| map);
+    let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(import_map));
+    format!(
+        "default-src 'none'; script-src 'self' 'sha256-{hash}'; style-src 'self'; img-src 'self' data:; \
+         connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
 }
 
 fn asset(name: &str, raw: Vec<u8>) -> Asset {
@@ -133,6 +156,15 @@ async fn index(headers: HeaderMap) -> Response {
         return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
     }
     let mut response = send(&c.index, &headers, "no-cache");
+    if let Ok(v) = HeaderValue::from_str(&c.csp) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    response.headers_mut().insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     if let Ok(v) = HeaderValue::from_str(&etag) {
         response.headers_mut().insert(header::ETAG, v);
     }

@@ -16,7 +16,7 @@ pub enum IssueType {
     TooCostly,
     /// An unexpected internal error.
     Exception,
-    /// A transient condition: try again (the server is starting or draining).
+    /// A transient condition: the server is busy, starting or draining; the request may be tried again.
     Transient,
     /// The server refuses the operation (a read-only replica asked to write).
     Forbidden,
@@ -56,6 +56,9 @@ pub enum ApiError {
     /// The request body is larger than the route accepts (413).
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// The server has as much expensive work queued as it takes; try again shortly (503, `Retry-After: 1`).
+    #[error("{0}")]
+    Busy(String),
     /// Our fault (500); logged with its detail.
     #[error("{0}")]
     Internal(String),
@@ -79,6 +82,7 @@ impl ApiError {
             ApiError::NotSupported(_) => (StatusCode::BAD_REQUEST, IssueType::NotSupported),
             ApiError::TooCostly(_) => (StatusCode::UNPROCESSABLE_ENTITY, IssueType::TooCostly),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, IssueType::TooCostly),
+            ApiError::Busy(_) => (StatusCode::SERVICE_UNAVAILABLE, IssueType::Transient),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, IssueType::Exception),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, IssueType::Transient),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, IssueType::Forbidden),
@@ -120,6 +124,14 @@ impl IntoResponse for ApiError {
             tracing::error!(error = %self, "request failed");
         }
         let body = self.operation_outcome().to_string();
-        (status, [("content-type", "application/fhir+json")], body).into_response()
+        let mut response =
+            (status, [("content-type", "application/fhir+json")], body).into_response();
+        if matches!(self, ApiError::Busy(_)) {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        response
     }
 }

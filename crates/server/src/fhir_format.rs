@@ -90,18 +90,40 @@ pub(crate) async fn negotiate(req: Request, next: Next) -> Response {
     respond(next.run(req).await, wire, pretty).await
 }
 
+/// Bodies up to this size are converted between XML and JSON on the HTTP thread (tens of microseconds); larger
+/// ones on the blocking pool, since a 32 MiB conversion takes long enough to stall the thread's other connections.
+const INLINE_CONVERSION_BYTES: usize = 64 << 10;
+
+/// A failed conversion of our own answer, as text; a refusal to queue more work becomes one too.
+struct ConversionError(String);
+
+impl From<ApiError> for ConversionError {
+    fn from(e: ApiError) -> Self {
+        ConversionError(e.to_string())
+    }
+}
+
 async fn xml_body_to_json(req: Request) -> Result<Request, ApiError> {
     let (mut parts, body) = req.into_parts();
     let bytes = to_bytes(body, crate::outcome::MAX_FHIR_BODY_BYTES)
         .await
         .map_err(|e| ApiError::BadRequest(format!("the request body could not be read: {e}")))?;
-    let resource = fhir::Resource::from_xml(&bytes)
-        .map_err(|e| ApiError::BadRequest(format!("the XML body is not a FHIR resource: {e}")))?;
+    let small = bytes.len() <= INLINE_CONVERSION_BYTES;
+    let convert = move || {
+        fhir::Resource::from_xml(&bytes)
+            .map(|r| r.to_json())
+            .map_err(|e| ApiError::BadRequest(format!("the XML body is not a FHIR resource: {e}")))
+    };
+    let json = if small {
+        convert()?
+    } else {
+        crate::offload::offload(convert).await?
+    };
     parts
         .headers
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(FHIR_JSON));
     parts.headers.remove(header::CONTENT_LENGTH);
-    Ok(Request::from_parts(parts, Body::from(resource.to_json())))
+    Ok(Request::from_parts(parts, Body::from(json)))
 }
 
 async fn respond(resp: Response, wire: Wire, pretty: bool) -> Response {
@@ -117,8 +139,18 @@ async fn respond(resp: Response, wire: Wire, pretty: bool) -> Response {
         let bytes = to_bytes(body, MAX_RESPONSE_BYTES)
             .await
             .map_err(|e| format!("reading the answer: {e}"))?;
-        let resource = fhir::Resource::from_json(&bytes).map_err(|e| e.to_string())?;
-        resource.to_xml(pretty).map_err(|e| e.to_string())
+        let small = bytes.len() <= INLINE_CONVERSION_BYTES;
+        let convert = move || -> Result<Vec<u8>, String> {
+            let resource = fhir::Resource::from_json(&bytes).map_err(|e| e.to_string())?;
+            resource.to_xml(pretty).map_err(|e| e.to_string())
+        };
+        if small {
+            convert()
+        } else {
+            crate::offload::offload(move || convert().map_err(ConversionError))
+                .await
+                .map_err(|e| e.0)
+        }
     };
     match converted.await {
         Ok(xml) => {

@@ -64,12 +64,17 @@ async fn metadata(
             } else {
                 Vec::new()
             };
-            let mut rest = json!({ "mode": "server", "resource": resources });
+            let mut rest = serde_json::Map::new();
+            rest.insert("mode".into(), "server".into());
+            rest.insert("resource".into(), resources.into());
             if state.terminology.is_some() {
-                rest["operation"] = json!([{
-                    "name": "versions",
-                    "definition": "http://hl7.org/fhir/OperationDefinition/CapabilityStatement-versions",
-                }]);
+                rest.insert(
+                    "operation".into(),
+                    json!([{
+                        "name": "versions",
+                        "definition": "http://hl7.org/fhir/OperationDefinition/CapabilityStatement-versions",
+                    }]),
+                );
             }
             json!({
                 "resourceType": "CapabilityStatement",

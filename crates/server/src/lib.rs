@@ -18,6 +18,9 @@
 //! # let _ = app;
 //! # }
 //! ```
+// Request paths must not panic on what a client sends (a panic there would be a 500, or a lost connection):
+// no `unwrap`/`expect` and no unchecked indexing outside tests (clippy.toml allows them in tests).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 mod audit;
 mod auth;
@@ -31,6 +34,7 @@ mod hl7_api;
 mod lifecycle;
 mod messages_api;
 mod metrics;
+mod offload;
 mod outcome;
 mod snomed_api;
 mod state;

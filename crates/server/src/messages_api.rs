@@ -6,7 +6,8 @@
 //! - `GET /messages/{id}`: header facts, the raw message (text), its JSON view, the delivery history and its
 //!   `validation` (computed on read, under the engine's `[validation]` profile for its type and sender). With
 //!   `names=true` the JSON view carries the message structure and version, each segment's group path and name and
-//!   each field's name (`hl7v2::to_json_with_names`): what the console shows.
+//!   each field's name (`hl7v2::to_json_with_names`): what the console shows. Past 4 MiB or 10,000 segments the text
+//!   and view are left out (`omitted` says so): the view costs memory per field.
 //! - `GET /messages/{id}/raw`: the exact bytes received.
 //! - `GET /messages/{id}/fhir?bundle=message|transaction|collection`: the FHIR R4 Bundle the message becomes by the
 //!   HL7 v2-to-FHIR guide, the same bytes (ids included) a `fhir` or `format = "fhir-json"` route delivers.
@@ -172,27 +173,39 @@ async fn show(
     };
     let engine = engine(&state)?;
     let id = message_id(&id)?;
-    let (stored, validation) = blocking(move || {
+    // Parsing, validating and writing the view all happen off the HTTP threads: a message may be 16 MiB.
+    let body = blocking(move || {
         let Some(stored) = engine.get(id)? else {
             return Ok(None);
         };
-        // Computed on read rather than stored: the store's format stays as it is, and the answer follows the
-        // profile the engine runs with now (the receive-time count is in `note`).
-        let msg = hl7v2::Message::parse(&stored.raw);
-        let mut validation = crate::hl7_api::validation_json(&msg, &engine.validate(&msg));
-        if let Some(v) = validation.as_object_mut() {
-            v.insert(
-                "mode".into(),
-                engine.config().validation.mode.as_str().into(),
-            );
-        }
-        Ok(Some((stored, validation)))
+        Ok(Some(show_json(&engine, &stored, names)))
     })
     .await?
     .ok_or_else(|| ApiError::NotFound(format!("no message with id {id}")))?;
+    Ok(([("content-type", "application/json")], body).into_response())
+}
+
+/// The largest message (in bytes) whose JSON view and text `GET /messages/{id}` includes.
+pub(crate) const MAX_VIEW_BYTES: usize = 4 << 20;
+/// The most segments a message may have for `GET /messages/{id}` to include its JSON view. The view costs about
+/// a hundred bytes of memory per field: a 16 MiB message of tiny segments made a 94 MB answer and took 1.5 GB.
+pub(crate) const MAX_VIEW_SEGMENTS: usize = 10_000;
+
+/// The answer of `GET /messages/{id}`: summary, text, JSON view, deliveries and validation. Beyond
+/// [`MAX_VIEW_BYTES`] or [`MAX_VIEW_SEGMENTS`], `raw` and `message` are null and `omitted` says why and where the
+/// bytes are (`/raw`); the rest is always there.
+fn show_json(engine: &Engine, stored: &interface::StoredMessage, names: bool) -> Vec<u8> {
+    let msg = hl7v2::Message::parse(&stored.raw);
+    // Computed on read rather than stored: the store's format stays as it is, and the answer follows the profile
+    // the engine runs with now (the receive-time count is in `note`).
+    let mut validation = crate::hl7_api::validation_json(&msg, &engine.validate(&msg));
+    if let Some(v) = validation.as_object_mut() {
+        v.insert(
+            "mode".into(),
+            engine.config().validation.mode.as_str().into(),
+        );
+    }
     let mut out = summary_json(&stored.summary);
-    let parsed = hl7v2::Message::parse(&stored.raw);
-    let exact_text = std::str::from_utf8(&stored.raw).is_ok();
     let deliveries: Vec<Value> = stored
         .deliveries
         .iter()
@@ -209,19 +222,41 @@ async fn show(
             })
         })
         .collect();
-    let obj = out.as_object_mut().expect("summary is an object");
-    obj.insert("raw".into(), String::from_utf8_lossy(&stored.raw).into());
-    // When the bytes are not UTF-8, `raw` is lossy: `/raw` has the exact bytes.
-    obj.insert("raw_exact".into(), exact_text.into());
-    let view = if names {
-        hl7v2::to_json_with_names(&parsed)
-    } else {
-        hl7v2::to_json(&parsed)
+    let Some(obj) = out.as_object_mut() else {
+        unreachable!("summary_json writes an object")
     };
-    obj.insert("message".into(), view);
+    let (bytes, segments) = (stored.raw.len(), msg.segment_count());
+    if bytes > MAX_VIEW_BYTES || segments > MAX_VIEW_SEGMENTS {
+        obj.insert("raw".into(), Value::Null);
+        obj.insert("raw_exact".into(), false.into());
+        obj.insert("message".into(), Value::Null);
+        obj.insert(
+            "omitted".into(),
+            format!(
+                "the message has {bytes} bytes and {segments} segments; its text and JSON view are given for \
+                 messages up to {MAX_VIEW_BYTES} bytes and {MAX_VIEW_SEGMENTS} segments: GET /messages/{}/raw has \
+                 the bytes",
+                stored.summary.id.0
+            )
+            .into(),
+        );
+    } else {
+        obj.insert("raw".into(), String::from_utf8_lossy(&stored.raw).into());
+        // When the bytes are not UTF-8, `raw` is lossy: `/raw` has the exact bytes.
+        obj.insert(
+            "raw_exact".into(),
+            std::str::from_utf8(&stored.raw).is_ok().into(),
+        );
+        let view = if names {
+            hl7v2::to_json_with_names(&msg)
+        } else {
+            hl7v2::to_json(&msg)
+        };
+        obj.insert("message".into(), view);
+    }
     obj.insert("deliveries".into(), deliveries.into());
     obj.insert("validation".into(), validation);
-    Ok(axum::Json(out).into_response())
+    serde_json::to_vec(&out).unwrap_or_default()
 }
 
 async fn raw(State(state): State<Shared>, Path(id): Path<String>) -> Result<Response, ApiError> {

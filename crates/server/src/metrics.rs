@@ -62,15 +62,18 @@ pub(crate) fn route_label<'a>(template: Option<&'a str>, path: &str) -> &'a str 
         return "unmatched";
     };
     let last = path.rsplit('/').next().unwrap_or_default();
-    if let Some(i) = OPERATIONS.iter().position(|op| *op == last) {
-        if template == "/fhir/{type}/{id}" {
-            return TYPE_OPERATIONS[i];
-        }
-        if template == "/fhir/{type}/{id}/{op}" {
-            return INSTANCE_OPERATIONS[i];
-        }
-    }
-    template
+    let known = |labels: &'static [&'static str]| {
+        OPERATIONS
+            .iter()
+            .zip(labels)
+            .find_map(|(op, label)| (*op == last).then_some(*label))
+    };
+    let label = match template {
+        "/fhir/{type}/{id}" => known(&TYPE_OPERATIONS),
+        "/fhir/{type}/{id}/{op}" => known(&INSTANCE_OPERATIONS),
+        _ => None,
+    };
+    label.unwrap_or(template)
 }
 
 /// The route labels of [`OPERATIONS`] at type level.
@@ -110,8 +113,12 @@ impl Series {
         self.count.fetch_add(1, Ordering::Relaxed);
         self.sum_micros
             .fetch_add((seconds * 1e6) as u64, Ordering::Relaxed);
-        if let Some(i) = BUCKETS.iter().position(|bound| seconds <= *bound) {
-            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        if let Some((_, bucket)) = BUCKETS
+            .iter()
+            .zip(&self.buckets)
+            .find(|(bound, _)| seconds <= **bound)
+        {
+            bucket.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -140,17 +147,21 @@ impl Metrics {
     /// [`route_label`]); the method and status are reduced to closed sets here.
     pub fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
         let (method, status) = (method_label(method), status_label(status));
+        // A poisoned lock still holds whole counters (a panic cannot leave one half-written).
         if let Some(s) = self
             .series
             .read()
-            .expect("metrics lock")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(route)
             .and_then(|pairs| find(pairs, method, status))
         {
             s.record(seconds);
             return;
         }
-        let mut map = self.series.write().expect("metrics lock");
+        let mut map = self
+            .series
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let pairs = map.entry(route.to_string()).or_default();
         match find(pairs, method, status) {
             Some(s) => s.record(seconds),
@@ -170,7 +181,10 @@ impl Metrics {
         let _ = writeln!(out, "thoth_uptime_seconds {uptime_seconds:.3}");
         out.push_str("# HELP thoth_http_requests_total HTTP requests answered.\n");
         out.push_str("# TYPE thoth_http_requests_total counter\n");
-        let map = self.series.read().expect("metrics lock");
+        let map = self
+            .series
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut series: Vec<(&str, &str, &str, &Series)> = map
             .iter()
             .flat_map(|(route, pairs)| {
@@ -192,8 +206,8 @@ impl Metrics {
         for &(method, route, status, s) in &series {
             let labels = format!("method=\"{method}\",route=\"{route}\",status=\"{status}\"");
             let mut cumulative = 0;
-            for (i, bound) in BUCKETS.iter().enumerate() {
-                cumulative += s.buckets[i].load(Ordering::Relaxed);
+            for (bound, bucket) in BUCKETS.iter().zip(&s.buckets) {
+                cumulative += bucket.load(Ordering::Relaxed);
                 let _ = writeln!(
                     out,
                     "thoth_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {cumulative}"

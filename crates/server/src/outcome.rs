@@ -204,12 +204,17 @@ async fn to_xml(response: Response) -> Response {
     let (mut parts, body) = response.into_parts();
     let bytes = to_bytes(body, 1 << 20).await.unwrap_or_default();
     let mut value: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-    if value["resourceType"] == "OperationOutcome" {
+    if value
+        .get("resourceType")
+        .and_then(serde_json::Value::as_str)
+        == Some("OperationOutcome")
+    {
         if let Some(members) = value.as_object_mut() {
             members.remove("error");
         }
     } else {
-        let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_DIAGNOSTICS_BYTES)]);
+        let shown = bytes.get(..bytes.len().min(MAX_DIAGNOSTICS_BYTES));
+        let text = String::from_utf8_lossy(shown.unwrap_or_default());
         let quoted = outcome(parts.status, text.trim()).into_body();
         let quoted = to_bytes(quoted, 1 << 20).await.unwrap_or_default();
         value = serde_json::from_slice(&quoted).unwrap_or_default();

@@ -438,7 +438,28 @@ async fn map_to(
 }
 
 /// Reverse map: active members of a map refset whose `mapTarget` (or first string field) is `code`.
-async fn crossmap(
+async fn crossmap(state: State<Shared>, path: Path<(String, String)>) -> Result<Response, V1Error> {
+    // A reverse map reads every member of the refset: off the HTTP threads.
+    offload_json(move || crossmap_now(state, path)).await
+}
+
+/// Runs a handler's work on the blocking pool ([`crate::offload`]) and writes its JSON there too: serializing
+/// (and freeing) a million-row answer takes as long as computing it.
+async fn offload_json(
+    work: impl FnOnce() -> Result<Json<Value>, V1Error> + Send + 'static,
+) -> Result<Response, V1Error> {
+    let bytes = crate::offload::offload(move || {
+        work().map(|Json(v)| serde_json::to_vec(&v).unwrap_or_default())
+    })
+    .await?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        bytes,
+    )
+        .into_response())
+}
+
+fn crossmap_now(
     State(state): State<Shared>,
     Path((refset, code)): Path<(String, String)>,
 ) -> Result<Json<Value>, V1Error> {
@@ -533,6 +554,15 @@ impl Params {
 }
 
 async fn search(
+    state: State<Shared>,
+    raw: RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, V1Error> {
+    // A constraint is an ECL evaluation, a fuzzy search walks automata: off the HTTP threads.
+    offload_json(move || search_now(state, raw, headers)).await
+}
+
+fn search_now(
     State(state): State<Shared>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
@@ -569,9 +599,10 @@ async fn search(
     {
         return Err(ApiError::BadRequest("missing parameter: s (or a filter)".into()).into());
     }
-    let hits = store
-        .search(&req)
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let hits = store.search(&req).map_err(|e| match e {
+        snomed::SearchError::TooCostly(why) => ApiError::TooCostly(why),
+        e => ApiError::Internal(e.to_string()),
+    })?;
     let refsets = store.language_refsets_for(accept_language(&headers));
     let out: Vec<Value> = hits
         .iter()
@@ -643,6 +674,15 @@ fn evaluate_ecl(
 /// current concepts from this route. `maxHits` (a Thoth addition; Hermes has no cap) refuses expansions of
 /// more concepts with a 422.
 async fn expand(
+    state: State<Shared>,
+    params: Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Result<Response, V1Error> {
+    // An ECL evaluation (up to its 10 s budget) and up to a million rows: off the HTTP threads.
+    offload_json(move || expand_now(state, params, headers)).await
+}
+
+fn expand_now(
     State(state): State<Shared>,
     Query(params): Query<HashMap<String, String>>,
     headers: HeaderMap,

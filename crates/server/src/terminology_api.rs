@@ -73,7 +73,7 @@ fn read_params(
     if method == Method::POST && !body.is_empty() {
         let v: Value = serde_json::from_slice(body)
             .map_err(|e| ApiError::BadRequest(format!("the body is not JSON: {e}")))?;
-        match v["resourceType"].as_str() {
+        match v.get("resourceType").and_then(Value::as_str) {
             Some("Parameters") => {
                 for e in Params::from_json(&v).entries() {
                     params.push(e.clone());
@@ -110,10 +110,11 @@ async fn run(
     let tx = service(&state)?;
     let lang = accept_language(headers);
     // Expansions of large code systems are CPU work; keep them off the async workers.
-    let result = tokio::task::spawn_blocking(move || tx.run(op, &params, lang.as_deref()))
-        .await
-        .map_err(|e| ApiError::Internal(format!("terminology task failed: {e}")))?;
-    Ok(fhir_json(&result?))
+    let result = crate::offload::offload(move || {
+        tx.run(op, &params, lang.as_deref()).map_err(ApiError::from)
+    })
+    .await?;
+    Ok(fhir_json(&result))
 }
 
 /// The type-level operation a path names (`/fhir/CodeSystem/$lookup`), read as the router would route it.
@@ -196,7 +197,11 @@ async fn search(
 ) -> Result<Response, ApiError> {
     let kind = kind(&ty)?;
     let tx = service(&state)?;
-    Ok(fhir_json(&tx.search(kind, &query, "/fhir")))
+    // A search reads every resource of the type (a package may hold thousands): off the HTTP threads.
+    let bundle =
+        crate::offload::offload(move || Ok::<_, ApiError>(tx.search(kind, &query, "/fhir")))
+            .await?;
+    Ok(fhir_json(&bundle))
 }
 
 async fn versions() -> Response {

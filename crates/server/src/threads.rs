@@ -11,7 +11,10 @@
 //!
 //! Open connections are capped ([`MAX_CONNECTIONS`]): past the cap a new connection is closed as soon as it is
 //! accepted, so that a client opening sockets without end runs the server out of neither file descriptors nor
-//! memory, and the connections already open keep being served. Each connection is bounded in time too
+//! memory, and the connections already open keep being served. A few places past the cap are kept for health
+//! checks ([`RESERVED_CONNECTIONS`]): a connection given one of them is answered once, must send its request
+//! within [`RESERVE_TIMEOUT`] and is then closed, so that a load balancer's probe still gets through while a flood
+//! holds every ordinary place, and the flood cannot hold the reserve for long. Each connection is bounded in time too
 //! ([`ConnectionLimits`]): its request headers must arrive within a deadline however slowly they drip, a TLS
 //! handshake likewise, and a connection on which nothing moves for a while is closed, so that idle or
 //! trickling clients cannot hold the places of the others.
@@ -44,6 +47,12 @@ use tower::ServiceExt;
 /// connection holds buffers).
 pub(crate) const MAX_CONNECTIONS: usize = 10_000;
 
+/// Places past [`MAX_CONNECTIONS`] for one short request each (a health check while the server is full).
+pub(crate) const RESERVED_CONNECTIONS: usize = 64;
+
+/// How long a connection in the reserve may take to send its request, and may then stay idle.
+pub(crate) const RESERVE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Time bounds of one HTTP connection.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
@@ -67,7 +76,8 @@ impl Default for ConnectionLimits {
 }
 
 /// An accepted connection on its way to its thread.
-type Handoff = (std::net::TcpStream, SocketAddr, Slot);
+/// A connection for a thread: the socket, its peer, its place, and whether the place is in the reserve.
+type Handoff = (std::net::TcpStream, SocketAddr, Slot, bool);
 
 /// One place among the open connections, given back when the connection is dropped.
 struct Slot(Arc<AtomicUsize>);
@@ -235,6 +245,7 @@ impl AsyncWrite for Stream {
 #[derive(Clone)]
 pub(crate) struct ServeOptions {
     pub(crate) max_connections: usize,
+    pub(crate) reserved_connections: usize,
     pub(crate) limits: ConnectionLimits,
     pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
     /// How long the requests in flight at shutdown may take (`None`: no bound).
@@ -245,6 +256,7 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             max_connections: MAX_CONNECTIONS,
+            reserved_connections: RESERVED_CONNECTIONS,
             limits: ConnectionLimits::default(),
             tls: None,
             drain_timeout: None,
@@ -271,7 +283,7 @@ async fn serve_thread<S>(
             _ = stop.wait_for(|stop| *stop) => break,
             handoff = rx.recv() => handoff,
         };
-        let Some((tcp, peer, slot)) = handoff else {
+        let Some((tcp, peer, slot, reserve)) = handoff else {
             // The accept loop has stopped: shutdown is under way.
             let _ = stop.wait_for(|stop| *stop).await;
             break;
@@ -301,6 +313,7 @@ async fn serve_thread<S>(
             app.clone(),
             tls.clone(),
             options.limits,
+            reserve,
             stop.clone(),
             alive_tx.clone(),
         ));
@@ -319,12 +332,22 @@ async fn connection<S>(
     app: S,
     tls: Option<tokio_rustls::TlsAcceptor>,
     limits: ConnectionLimits,
+    reserve: bool,
     mut stop: watch::Receiver<bool>,
     _alive: mpsc::Sender<()>,
 ) where
     S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send,
 {
+    let limits = if reserve {
+        ConnectionLimits {
+            header_timeout: limits.header_timeout.min(RESERVE_TIMEOUT),
+            idle_timeout: limits.idle_timeout.min(RESERVE_TIMEOUT),
+            handshake_timeout: limits.handshake_timeout.min(RESERVE_TIMEOUT),
+        }
+    } else {
+        limits
+    };
     let stream = match tls {
         None => Stream::Plain(io),
         Some(acceptor) => {
@@ -359,7 +382,8 @@ async fn connection<S>(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout);
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(!reserve);
     builder.http2().timer(TokioTimer::new());
     let conn = builder
         .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service));
@@ -419,6 +443,7 @@ where
 {
     let max_connections = options.max_connections;
     let drain_timeout = options.drain_timeout;
+    let reserved = options.reserved_connections;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut inboxes = Vec::new();
     let mut finished = Vec::new();
@@ -457,7 +482,8 @@ where
                 }
             },
         };
-        if open.load(Ordering::Relaxed) >= max_connections {
+        let now_open = open.load(Ordering::Relaxed);
+        if now_open >= max_connections + reserved {
             // Closed at once (dropped); one warning a second at most, with the count since the last one.
             drop(tcp);
             refused += 1;
@@ -472,13 +498,14 @@ where
             }
             continue;
         }
+        let reserve = now_open >= max_connections;
         open.fetch_add(1, Ordering::Relaxed);
         let slot = Slot(open.clone());
         // Answers go out as soon as they are written: with Nagle's algorithm on, an answer can wait for the
         // client's delayed ACK of the previous one.
         let _ = tcp.set_nodelay(true);
         let mut handoff = match tcp.into_std() {
-            Ok(tcp) => (tcp, peer, slot),
+            Ok(tcp) => (tcp, peer, slot, reserve),
             Err(e) => {
                 tracing::warn!(%peer, "cannot hand over a connection: {e}");
                 continue;
@@ -486,7 +513,9 @@ where
         };
         // In turn; a thread that has gone (it would have logged why) is skipped.
         for _ in 0..inboxes.len() {
-            let inbox = &inboxes[next % inboxes.len()];
+            let Some(inbox) = inboxes.get(next % inboxes.len()) else {
+                break;
+            };
             next = next.wrapping_add(1);
             match inbox.send(handoff) {
                 Ok(()) => break,
@@ -575,6 +604,7 @@ mod tests {
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let options = ServeOptions {
             max_connections: 2,
+            reserved_connections: 1,
             ..ServeOptions::default()
         };
         let server = tokio::spawn(serve_with(listener, app, 2, options, async move {
@@ -584,7 +614,37 @@ mod tests {
         let mut b = TcpStream::connect(addr).await.unwrap();
         assert_eq!(get_body(&mut a, "/ok").await, "ok");
         assert_eq!(get_body(&mut b, "/ok").await, "ok");
-        // The third is accepted by the kernel, then closed without an answer.
+        // The full server still answers one request on a place of the reserve (a health check), then closes.
+        let mut probe = TcpStream::connect(addr).await.unwrap();
+        probe
+            .write_all(b"GET /ok HTTP/1.1\r\nHost: t\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), probe.read_to_end(&mut answer))
+            .await
+            .expect("answered and closed")
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.ends_with("ok"),
+            "{answer}"
+        );
+        // A silent client on the reserve is closed after RESERVE_TIMEOUT.
+        let mut silent = TcpStream::connect(addr).await.unwrap();
+        let started = Instant::now();
+        let mut one = [0u8; 1];
+        let n = tokio::time::timeout(Duration::from_secs(10), silent.read(&mut one))
+            .await
+            .expect("closed in time")
+            .unwrap_or(0);
+        assert_eq!(n, 0);
+        assert!(started.elapsed() < RESERVE_TIMEOUT + Duration::from_secs(2));
+        // With the reserve held too, the next is accepted by the kernel, then closed without an answer. (The
+        // silent one's place is given back just after its socket closes: a moment for that first.)
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _held = TcpStream::connect(addr).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let mut c = TcpStream::connect(addr).await.unwrap();
         c.write_all(b"GET /ok HTTP/1.1\r\nHost: t\r\n\r\n")
             .await

@@ -107,4 +107,8 @@ pub enum SearchError {
     /// The index failed while searching.
     #[error("search index: {0}")]
     Index(String),
+    /// The search text is beyond the limits that bound one request's work ([`crate::MAX_SEARCH_WORDS`],
+    /// [`crate::MAX_SEARCH_WORD_CHARS`]); the message says which.
+    #[error("{0}")]
+    TooCostly(String),
 }

@@ -42,7 +42,9 @@ pub use import::{ImportOptions, ImportProgress, ImportSummary, NoProgress, impor
 pub use lang::parse_accept_language;
 pub use query::{SearchHit, SearchRequest};
 pub use rf2::format_uuid;
-pub use search::{MAX_PREFIX, SearchIndex};
+pub use search::{
+    MAX_PREFIX, MAX_SEARCH_WORD_CHARS, MAX_SEARCH_WORDS, SearchIndex, check_search_words,
+};
 pub use store::{
     Acceptability, Concept, ConcreteValue, Description, DescriptionIdx, DescriptionKind, Manifest,
     RefsetFields, RefsetMember, Relationship, Store, Value, format_date,

@@ -82,7 +82,10 @@ impl Store {
             return Ok(Vec::new());
         }
         let index = self.search_index();
+        // Checked on the raw words too: the analyzer drops over-long tokens, which would otherwise pass unseen.
+        crate::check_search_words(&req.text.split_whitespace().collect::<Vec<_>>())?;
         let tokens = index.tokenize(req.text);
+        crate::check_search_words(&tokens)?;
         if tokens.is_empty() {
             return Ok(self.list_filtered(req, &is_a));
         }

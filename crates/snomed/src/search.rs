@@ -22,6 +22,35 @@ use tantivy::{DocSet, Index, IndexReader, ReloadPolicy, TERMINATED, Term};
 /// Token prefixes up to this many characters are indexed as terms of their own.
 pub const MAX_PREFIX: usize = 12;
 
+/// The most words a text search may have. Each word of a fuzzy search builds its own Levenshtein automaton
+/// (hundreds of kilobytes for a ten-letter word), so the word count bounds the memory of one request; no real
+/// search of clinical terms comes near it.
+pub const MAX_SEARCH_WORDS: usize = 32;
+
+/// The longest word a text search may have, in characters (longer SNOMED CT words than 60 letters do not exist).
+pub const MAX_SEARCH_WORD_CHARS: usize = 64;
+
+/// Refuses a search text beyond [`MAX_SEARCH_WORDS`] or [`MAX_SEARCH_WORD_CHARS`], before any work is done.
+/// `words` are the search's words, however the caller split them.
+pub fn check_search_words<S: AsRef<str>>(words: &[S]) -> Result<(), SearchError> {
+    if words.len() > MAX_SEARCH_WORDS {
+        return Err(SearchError::TooCostly(format!(
+            "the search text has {} words, more than the limit of {MAX_SEARCH_WORDS}",
+            words.len()
+        )));
+    }
+    if let Some(w) = words
+        .iter()
+        .find(|w| w.as_ref().chars().count() > MAX_SEARCH_WORD_CHARS)
+    {
+        return Err(SearchError::TooCostly(format!(
+            "the search text has a word of {} characters, more than the limit of {MAX_SEARCH_WORD_CHARS}",
+            w.as_ref().chars().count()
+        )));
+    }
+    Ok(())
+}
+
 const ANALYZER: &str = "sct";
 const F_PRE: &str = "pre";
 const F_TOK: &str = "tok";

@@ -685,7 +685,7 @@ fn provider_include(
     // generic filter then decides on the displays), not every selected concept.
     if probe.is_none()
         && let Some(filter) = &ctx.opts.filter
-        && let Some(candidates) = provider.text_candidates(&selection.codes, filter)
+        && let Some(candidates) = provider.text_candidates(&selection.codes, filter)?
     {
         selection.codes = candidates;
     }

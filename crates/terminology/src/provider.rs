@@ -180,10 +180,15 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
     /// The codes among `codes` (in their order) that the expansion's text `filter` could match, found through the
     /// provider's own text index: a superset of what the generic filter over displays keeps, so an expansion
     /// compiles only the candidates instead of every selected concept. `None` when the provider has no index
-    /// or the filter is not text (codes are matched by prefix).
-    fn text_candidates(&self, codes: &[String], filter: &str) -> Option<Vec<String>> {
+    /// or the filter is not text (codes are matched by prefix); an error when the filter is beyond what the index
+    /// searches in one request (too many or too long words).
+    fn text_candidates(
+        &self,
+        codes: &[String],
+        filter: &str,
+    ) -> Result<Option<Vec<String>>, TxError> {
         let _ = (codes, filter);
-        None
+        Ok(None)
     }
 
     /// One page of the expansion of an include with these `filters`, with the total, computed without

@@ -27,8 +27,7 @@ enum Command {
     /// Start the server: the HTTP API (FHIR, terminology, messages) and the MLLP listener of the interface engine.
     Serve(cmd::serve::Args),
     /// Import content into the data directory (SNOMED CT, FHIR packages, LOINC, ICD-10-CM).
-    #[command(subcommand)]
-    Import(cmd::import::Command),
+    Import(cmd::import::Args),
     /// Work with HL7 v2 message files: JSON view, paths, re-encoding, ACKs, checks, validation; describe
     /// message structures, segments and data types.
     Hl7(cmd::hl7::Args),
@@ -52,7 +51,7 @@ fn main() -> anyhow::Result<()> {
     init_logging();
     match cli.command {
         Command::Serve(args) => cmd::serve::run(&cli.global, args),
-        Command::Import(command) => cmd::import::run(&cli.global, command),
+        Command::Import(args) => cmd::import::run(&cli.global, args),
         Command::Hl7(args) => cmd::hl7::run(&cli.global, args),
         Command::Mllp(args) => cmd::mllp::run(&cli.global, args),
         Command::Messages(args) => cmd::messages::run(&cli.global, args),

@@ -182,10 +182,18 @@ async fn indexed_queries_equal_a_full_scan() {
             }
         }
     }
-    queries.push(Query {
-        trigger: Some("R01".into()),
-        ..Default::default()
-    });
+    for trigger in ["R01", "A01", "S12", "none"] {
+        for message_type in [None, Some("ADT")] {
+            for since in [None, Some(t_mid)] {
+                queries.push(Query {
+                    trigger: Some(trigger.into()),
+                    message_type: message_type.map(Into::into),
+                    since_ms: since,
+                    ..Default::default()
+                });
+            }
+        }
+    }
     queries.push(Query {
         sender: Some(all[0].sender.clone()),
         ..Default::default()

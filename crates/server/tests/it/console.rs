@@ -173,3 +173,47 @@ fn the_first_load_is_at_most_150_kb_compressed() {
     assert!(bytes > 10_000, "{bytes}: the console looks empty");
     assert!(bytes <= 150 * 1024, "{bytes} bytes compressed");
 }
+
+/// The page allows nothing but this origin's files and its one inline script (the import map, by its hash): an
+/// injected script or a page framing the console is refused by the browser. (`cargo xtask console-test` runs
+/// every screen under this policy in Chromium and fails on any console error, violations included.)
+#[tokio::test]
+async fn the_page_has_a_content_security_policy_that_allows_only_its_own_files() {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let (app, _) = app();
+    let (_, h, body) = fetch(app, "/", &[]).await;
+    let csp = header(&h, "content-security-policy");
+    for directive in [
+        "default-src 'none'",
+        "style-src 'self'",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+    ] {
+        assert!(csp.contains(directive), "{directive} missing from {csp}");
+    }
+    let page = String::from_utf8(body).unwrap();
+    let inline: Vec<&str> = page
+        .split("<script")
+        .skip(1)
+        .filter(|tag| !tag.split('>').next().unwrap().contains("src="))
+        .collect();
+    assert_eq!(
+        inline.len(),
+        1,
+        "one inline script, the import map: {inline:?}"
+    );
+    let map = page
+        .split_once("<script type=\"importmap\">")
+        .and_then(|(_, rest)| rest.split_once("</script>"))
+        .unwrap()
+        .0;
+    let hash = base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(map));
+    assert!(
+        csp.contains(&format!("script-src 'self' 'sha256-{hash}'")),
+        "{csp}"
+    );
+    assert!(!page.contains(" style=") && !page.contains(" onclick="));
+    assert_eq!(header(&h, "referrer-policy"), "no-referrer");
+}

@@ -8,6 +8,7 @@ use tower::ServiceExt;
 mod auth;
 mod console;
 mod errors;
+mod heavy;
 mod hl7_api;
 mod https;
 mod lifecycle;

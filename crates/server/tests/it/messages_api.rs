@@ -41,3 +41,67 @@ async fn out_of_range_list_parameters_are_a_400_operation_outcome() {
     }
     engine.shutdown().await;
 }
+
+/// A 16 MiB message of tiny segments is accepted and stored (as it should be); its JSON view used to be a 94 MB
+/// answer costing 1.5 GB. Now the view names the limit and `/raw` keeps the exact bytes; a message within the
+/// limits has its full view.
+#[tokio::test]
+async fn the_view_of_a_huge_message_is_omitted_and_its_bytes_stay_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine =
+        interface::Engine::open(dir.path(), interface::EngineConfig::from_toml("").unwrap())
+            .unwrap();
+    let mut state = server::AppState::new(server::ServerInfo::default());
+    state.engine = Some(engine.clone());
+    let app = server::router(state);
+    let head = "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240101120000||ORU^R01^ORU_R01|HUGE1|P|2.5.1\rPID|1||42^^^HOSP^MR||DOE^JANE\r";
+    let mut huge = head.as_bytes().to_vec();
+    let mut n = 0;
+    while huge.len() < 16 << 20 {
+        n += 1;
+        huge.extend_from_slice(format!("NTE|{n}|L|x\r").as_bytes());
+    }
+    let huge_id = engine
+        .receive(huge.clone().into(), "test")
+        .await
+        .id
+        .unwrap();
+    let small = format!("{head}NTE|1|L|a note\r");
+    let small_id = engine
+        .receive(small.clone().into_bytes().into(), "test")
+        .await
+        .id
+        .unwrap();
+
+    let started = std::time::Instant::now();
+    let (status, _, text) = get(app.clone(), &format!("/messages/{}", huge_id.0)).await;
+    assert_eq!(status, StatusCode::OK);
+    // The summary, the deliveries and a validation report of at most 1,000 issues.
+    assert!(text.len() < 1 << 20, "answer of {} bytes", text.len());
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!(v["message"].is_null() && v["raw"].is_null(), "{text}");
+    let omitted = v["omitted"].as_str().unwrap();
+    assert!(
+        omitted.contains(&format!("{} bytes", huge.len())),
+        "{omitted}"
+    );
+    assert!(
+        omitted.contains(&format!("/messages/{}/raw", huge_id.0)),
+        "{omitted}"
+    );
+    assert_eq!(v["control_id"], "HUGE1");
+    assert!(v["validation"].is_object());
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let (status, _, raw) = get(app.clone(), &format!("/messages/{}/raw", huge_id.0)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(raw.as_bytes(), &huge[..]);
+
+    let (status, _, text) = get(app.clone(), &format!("/messages/{}?names=true", small_id.0)).await;
+    assert_eq!(status, StatusCode::OK);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["raw"], small);
+    assert_eq!(v["message"]["structure"], "ORU_R01");
+    assert_eq!(v["message"]["segments"][2]["fields"][2], "a note");
+    assert!(v.get("omitted").is_none());
+    engine.shutdown().await;
+}

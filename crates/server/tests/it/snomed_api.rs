@@ -266,3 +266,56 @@ async fn ecl_parse_prints_valid_expressions_and_places_errors() {
     assert_eq!(v["error"], "missing parameter: ecl");
     assert_eq!(v["resourceType"], "OperationOutcome");
 }
+
+/// A text search costs memory per word (a fuzzy word builds its own automaton): 5,000 words in one 55 KB request
+/// used to take seconds and gigabytes. Beyond 32 words or a 64-character word, every text search refuses at once.
+#[tokio::test]
+async fn text_searches_refuse_too_many_or_too_long_words() {
+    let words = |n: usize, word: &str| vec![word; n].join("%20");
+    // 2,000 ten-letter words: within the 32 KiB request target, which alone stops 5,000.
+    let many = words(2_000, "diabetesxy");
+    for uri in [
+        format!("/v1/snomed/search?s={many}&fuzzy=true"),
+        format!("/v1/snomed/search?s={many}&fallbackFuzzy=true"),
+        format!("/v1/snomed/search?s={}", words(33, "diab")),
+        format!("/v1/snomed/search?s={}&fuzzy=true", "d".repeat(65)),
+    ] {
+        let started = std::time::Instant::now();
+        let (status, body) = get(&uri).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}: {body}",
+            &uri[..60]
+        );
+        let text = body["issue"][0]["diagnostics"].as_str().unwrap_or_default();
+        assert!(text.contains("more than the limit"), "{body}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
+    // At the limits, the search runs.
+    let (status, hits) = get(&format!(
+        "/v1/snomed/search?s={}&fuzzy=true",
+        words(32, "diab")
+    ))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{hits}");
+    let (status, _) = get(&format!("/v1/snomed/search?s={}", "d".repeat(64))).await;
+    assert_eq!(status, StatusCode::OK);
+    // ECL term filters have the same word limit.
+    let ecl = format!(
+        "%3C%3C404684003%20%7B%7B%20term%20%3D%20%22{}%22%20%7D%7D",
+        words(33, "diab")
+    );
+    let (status, body) = get(&format!("/v1/snomed/expand?ecl={ecl}")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body.to_string().contains("more than the limit of 32"),
+        "{body}"
+    );
+    let ecl = format!(
+        "%3C%3C404684003%20%7B%7B%20term%20%3D%20%22{}%22%20%7D%7D",
+        words(2, "diab")
+    );
+    let (status, _) = get(&format!("/v1/snomed/expand?ecl={ecl}")).await;
+    assert_eq!(status, StatusCode::OK);
+}

@@ -229,6 +229,10 @@ impl<S: EclSource + ?Sized> Ctx<'_, S> {
     fn compile_description_filter(&mut self, f: &DescriptionFilter) -> Result<DFilter, EclError> {
         Ok(match f {
             DescriptionFilter::Term(op, terms) => {
+                for t in terms {
+                    crate::check_search_words(&super::text::words(&t.unescaped()))
+                        .map_err(|e| EclError::Unsupported(format!("term filter: {e}")))?;
+                }
                 DFilter::Term(eq_ne(*op), terms.iter().map(Term::new).collect())
             }
             DescriptionFilter::Language(op, codes) => DFilter::Language(

@@ -598,8 +598,12 @@ impl SnomedProvider {
                 if !everything {
                     search.constraint = Some(&set);
                 }
-                let hits = store.search(&search).map_err(|e| {
-                    TxError::invalid(format!("The filter '{text}' cannot be searched: {e}"))
+                let hits = store.search(&search).map_err(|e| match e {
+                    snomed::SearchError::TooCostly(why) => TxError::new(
+                        ErrorKind::TooCostly,
+                        Issue::new(Severity::Error, "too-costly", None, why),
+                    ),
+                    e => TxError::invalid(format!("The filter '{text}' cannot be searched: {e}")),
                 })?;
                 let mut ids: Vec<u32> = hits
                     .iter()
@@ -871,9 +875,13 @@ impl CodeSystemProvider for SnomedProvider {
 
     /// Every description whose tokens all start with the filter's tokens (the store's search index, all
     /// languages, active and inactive), then the selected codes of those concepts.
-    fn text_candidates(&self, codes: &[String], filter: &str) -> Option<Vec<String>> {
+    fn text_candidates(
+        &self,
+        codes: &[String],
+        filter: &str,
+    ) -> Result<Option<Vec<String>>, TxError> {
         if !filter.chars().any(char::is_alphabetic) {
-            return None;
+            return Ok(None);
         }
         let selected: RoaringBitmap = codes
             .iter()
@@ -884,15 +892,25 @@ impl CodeSystemProvider for SnomedProvider {
         req.max_hits = usize::MAX;
         req.inactive_concepts = true;
         req.constraint = Some(&selected);
-        let hits = self.store.search(&req).ok()?;
+        let hits = match self.store.search(&req) {
+            Ok(hits) => hits,
+            Err(snomed::SearchError::TooCostly(why)) => {
+                return Err(TxError::new(
+                    ErrorKind::TooCostly,
+                    Issue::new(Severity::Error, "too-costly", None, why),
+                ));
+            }
+            // The generic filter over the displays still answers.
+            Err(_) => return Ok(None),
+        };
         let matched: RoaringBitmap = hits.iter().map(|h| h.concept.0).collect();
-        Some(
+        Ok(Some(
             codes
                 .iter()
                 .filter(|c| self.idx(c).is_some_and(|i| matched.contains(i.0)))
                 .cloned()
                 .collect(),
-        )
+        ))
     }
 
     /// Filters evaluate to a bitmap, a text filter goes through the search index and then the generic rule on

@@ -164,6 +164,36 @@ fn operations_over_icd10cm() {
         !codes.contains(&"E11.6") && !codes.contains(&"E11.9"),
         "{codes:?}"
     );
+
+    // Every code (74,000): too many without `count` (1,000) and for one page of `count` (10,000); a page within
+    // the ceiling, however far in, is answered. (A `count` of any size used to build the whole expansion.)
+    let all = json!({"resourceType": "ValueSet", "url": "http://example.org/all", "status": "active",
+        "compose": {"include": [{"system": "http://hl7.org/fhir/sid/icd-10-cm"}]}});
+    let expand = |extra: &[Value]| {
+        let mut params = vec![json!({"name": "valueSet", "resource": all.clone()})];
+        params.extend_from_slice(extra);
+        tx.run(
+            Operation::Expand,
+            &Params::from_json(&json!({"resourceType": "Parameters", "parameter": params})),
+            None,
+        )
+    };
+    let count = |n: i64| json!({"name": "count", "valueInteger": n});
+    for extra in [vec![], vec![count(10_001)], vec![count(1_000_000)]] {
+        let err = expand(&extra).unwrap_err();
+        assert_eq!(err.kind, terminology::ErrorKind::TooCostly, "{extra:?}");
+    }
+    let page = expand(&[
+        count(10_000),
+        json!({"name": "offset", "valueInteger": 50_000}),
+    ])
+    .unwrap();
+    let total = page["expansion"]["total"].as_u64().unwrap();
+    assert!(total > 60_000, "{total}");
+    assert_eq!(
+        page["expansion"]["contains"].as_array().unwrap().len(),
+        10_000
+    );
 }
 
 /// A zip with the tabular XML as one of its members, laid out as the PyPI wheel `thoth serve` fetches

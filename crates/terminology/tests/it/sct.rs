@@ -812,3 +812,38 @@ fn normal_forms_follow_the_release_definitions() {
         "{checked} concepts, {with_groups} with role groups"
     );
 }
+
+/// The text filter of `$expand` goes through the store's search index, whose cost grows with the words: beyond
+/// the search's limit of 32 words the expansion is too costly, in the paged path and the whole one alike. (A
+/// single word, however long, is looked up in the sorted display words at no cost to speak of.)
+#[test]
+fn a_text_filter_beyond_the_search_limits_is_too_costly() {
+    let long = vec!["infl"; 5_000].join(" ");
+    for filter in [long.as_str()] {
+        for count in [None, Some(10)] {
+            let mut params = vec![
+                json!({"name": "valueSet", "resource": isa_value_set("138875005")}),
+                json!({"name": "filter", "valueString": filter}),
+            ];
+            if let Some(n) = count {
+                params.push(json!({"name": "count", "valueInteger": n}));
+            }
+            let err = run(Operation::Expand, parameters(&params)).unwrap_err();
+            assert_eq!(err.kind, terminology::ErrorKind::TooCostly, "{count:?}");
+            assert!(
+                err.issues[0].text.contains("more than the limit"),
+                "{}",
+                err.issues[0].text
+            );
+        }
+    }
+    let within = vec!["infl"; 32].join(" ");
+    run(
+        Operation::Expand,
+        parameters(&[
+            json!({"name": "valueSet", "resource": isa_value_set("138875005")}),
+            json!({"name": "filter", "valueString": within}),
+        ]),
+    )
+    .unwrap();
+}

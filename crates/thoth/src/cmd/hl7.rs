@@ -13,7 +13,7 @@ use hl7v2::{
     Version,
 };
 
-use crate::data_dir::GlobalArgs;
+use crate::data_dir::{DataArg, GlobalArgs};
 
 /// Options of `thoth hl7`.
 #[derive(clap::Args, Debug)]
@@ -122,6 +122,8 @@ enum Command {
         /// Output format: `json` (one Bundle per line), `xml` or `pb` (the binary encoding, length-delimited).
         #[arg(long, value_enum, default_value_t = FhirFormat::Json)]
         format: FhirFormat,
+        #[command(flatten)]
+        data: DataArg,
     },
     /// Print a message structure (`ADT^A04`, `ADT_A01`), a segment (`PID`), a field (`PID-11`) or a data type
     /// (`XAD`) as a version defines it.
@@ -344,8 +346,9 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
             bundle,
             report,
             format,
+            data,
         } => {
-            let checker = global.given_data_dir().map(|dir| {
+            let checker = global.with(&data).given_data_dir().map(|dir| {
                 let snomed = crate::cmd::snomed::open_store(dir);
                 server::TerminologyChecker(crate::cmd::terminology::load_service(
                     dir,

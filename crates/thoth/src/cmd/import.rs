@@ -1,7 +1,16 @@
 //! `thoth import ...`: one subcommand per kind of content; each delegates to its family's module.
 
 use crate::cmd::{snomed, terminology};
-use crate::data_dir::GlobalArgs;
+use crate::data_dir::{DataArg, GlobalArgs};
+
+/// Options of `thoth import`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    data: DataArg,
+    #[command(subcommand)]
+    command: Command,
+}
 
 /// What to import.
 #[derive(clap::Subcommand, Debug)]
@@ -20,8 +29,9 @@ pub enum Command {
     BuiltinData(terminology::BuiltinDataArgs),
 }
 
-pub fn run(global: &GlobalArgs, command: Command) -> anyhow::Result<()> {
-    match command {
+pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
+    let global = &global.with(&args.data);
+    match args.command {
         Command::Snomed(args) => snomed::import(global, args),
         Command::FhirPackage(args) => terminology::import_fhir_package(global, args),
         Command::Loinc(args) => terminology::import_loinc(global, args),

@@ -1,11 +1,13 @@
 //! `thoth mcp`: the Model Context Protocol server on stdin/stdout, for an assistant that starts Thoth itself.
 //! Logs go to stderr (stdout carries the protocol). The HTTP transport is `POST /mcp` on `thoth serve`.
 
-use crate::data_dir::GlobalArgs;
+use crate::data_dir::{DataArg, GlobalArgs};
 
 /// Options of `thoth mcp`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    #[command(flatten)]
+    data: DataArg,
     /// Terminology: the largest ValueSet expansion returned without paging.
     #[arg(
         long,
@@ -17,6 +19,7 @@ pub struct Args {
 }
 
 pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
+    let global = &global.with(&args.data);
     let data_dir = global.data_dir()?;
     // What the data directory has: an assistant's process must start fast and quietly, so nothing is fetched
     // (`thoth serve` or `thoth import` fetch the open content once).

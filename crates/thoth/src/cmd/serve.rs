@@ -1,6 +1,6 @@
 //! `thoth serve`: the HTTP server and the MLLP listener of the interface engine.
 
-use crate::data_dir::GlobalArgs;
+use crate::data_dir::{DataArg, GlobalArgs};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +8,8 @@ use std::time::Duration;
 /// Options of `thoth serve`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    #[command(flatten)]
+    data: DataArg,
     /// Address of the HTTP API.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     http: SocketAddr,
@@ -188,6 +190,7 @@ impl JwksSource {
 }
 
 pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
+    let global = &global.with(&args.data);
     let data_dir = match global.given_data_dir() {
         // A replica does not even create its data directory: it serves one that an import filled.
         Some(dir) if args.read_only => {

@@ -1,6 +1,6 @@
 //! `thoth snomed`, `thoth import snomed` and `thoth dev gen-snomed`.
 
-use crate::data_dir::GlobalArgs;
+use crate::data_dir::{DataArg, GlobalArgs};
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use snomed::{SctId, SearchRequest, Store};
@@ -40,6 +40,8 @@ pub fn open_store(data_dir: &Path) -> Option<Arc<Store>> {
 /// Options of `thoth snomed`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    #[command(flatten)]
+    data: DataArg,
     #[command(subcommand)]
     command: Command,
 }
@@ -74,6 +76,7 @@ enum Command {
 }
 
 pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
+    let global = &global.with(&args.data);
     let root = store_root(&global.data_dir()?);
     let store = Store::open(&root)?;
     let refsets = store.language_refsets_for(None);

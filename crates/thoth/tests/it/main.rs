@@ -3,6 +3,7 @@
 
 mod config_docs;
 mod crash;
+mod data_option;
 mod fhir_cli;
 mod fhir_protoc;
 mod hl7_cli;

@@ -289,7 +289,7 @@ fn imported_loinc_and_icd10cm_are_served_after_a_restart() {
     assert!(stdout.contains("322 terms"), "{stdout}");
     assert!(data.path().join("terminology/loinc.store").exists());
     let icd = shared().join("data/icd10cm/icd10c-tabular-April-1-2026.xml.gz");
-    let (ok, stdout, stderr) = thoth(&["--data", d, "import", "icd10cm", icd.to_str().unwrap()]);
+    let (ok, stdout, stderr) = thoth(&["import", "icd10cm", "--data", d, icd.to_str().unwrap()]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("ICD-10-CM 2026"), "{stdout}");
 
