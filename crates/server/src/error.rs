@@ -16,8 +16,10 @@ pub enum IssueType {
     TooCostly,
     /// An unexpected internal error.
     Exception,
-    /// A transient condition: the server is busy; the request may be tried again.
+    /// A transient condition: the server is busy, starting or draining; the request may be tried again.
     Transient,
+    /// The server refuses the operation (a read-only replica asked to write).
+    Forbidden,
 }
 
 impl IssueType {
@@ -29,6 +31,7 @@ impl IssueType {
             IssueType::TooCostly => "too-costly",
             IssueType::Exception => "exception",
             IssueType::Transient => "transient",
+            IssueType::Forbidden => "forbidden",
         }
     }
 }
@@ -59,6 +62,12 @@ pub enum ApiError {
     /// Our fault (500); logged with its detail.
     #[error("{0}")]
     Internal(String),
+    /// Not now: the server is starting or draining (503; not logged, it is a state, not a failure).
+    #[error("{0}")]
+    Unavailable(String),
+    /// Never here: this server does not do it by configuration, such as a write on a read-only replica (403).
+    #[error("{0}")]
+    Forbidden(String),
     /// A terminology operation could not answer; its issues carry tx-issue-type codes.
     #[error("{0}")]
     Terminology(#[from] terminology::TxError),
@@ -75,6 +84,8 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, IssueType::TooCostly),
             ApiError::Busy(_) => (StatusCode::SERVICE_UNAVAILABLE, IssueType::Transient),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, IssueType::Exception),
+            ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, IssueType::Transient),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, IssueType::Forbidden),
             ApiError::Terminology(e) => match e.kind {
                 terminology::ErrorKind::NotFound => (StatusCode::NOT_FOUND, IssueType::NotFound),
                 terminology::ErrorKind::TooCostly => {
@@ -109,7 +120,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, _) = self.classify();
-        if status.is_server_error() {
+        if status.is_server_error() && !matches!(self, ApiError::Unavailable(_)) {
             tracing::error!(error = %self, "request failed");
         }
         let body = self.operation_outcome().to_string();

@@ -31,6 +31,7 @@ mod fast_lane;
 mod fhir_format;
 mod fhir_meta;
 mod hl7_api;
+mod lifecycle;
 mod messages_api;
 mod metrics;
 mod offload;
@@ -48,6 +49,7 @@ pub use console::first_load_gzip_bytes;
 pub use error::{ApiError, IssueType};
 pub use fast_lane::App;
 pub use hl7_api::{validation_json, validation_parse_options};
+pub use lifecycle::{LiveApp, Phase, Readiness};
 pub use metrics::Metrics;
 pub use outcome::{
     MAX_FHIR_BODY_BYTES, MAX_HEADER_BYTES, MAX_HL7_BODY_BYTES, MAX_URI_BYTES, body_limit,
@@ -119,18 +121,24 @@ fn routes(state: Shared, extra: Vec<(&'static str, Router)>) -> Router {
             auth::any_credential,
         ))
     };
+    // In read-only mode the message routes are refused before their access check, so that a replica writes
+    // nothing, not even an audit record, and says why.
+    let messages = messages_api::routes().route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        auth::messages,
+    ));
+    let messages = if state.info.read_only {
+        messages.route_layer(middleware::from_fn(read_only_refusal))
+    } else {
+        messages
+    };
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         // The console's files: open to everyone, like /healthz (they hold no data; the APIs they call check).
         .merge(console::routes())
         .merge(others)
-        .nest(
-            "/messages",
-            messages_api::routes().route_layer(middleware::from_fn_with_state(
-                state.clone(),
-                auth::messages,
-            )),
-        )
+        .nest("/messages", messages)
         .fallback(not_found)
         // Inside the metrics layer, so that the requests it refuses are counted.
         .layer(middleware::from_fn(outcome::every_error_is_an_outcome))
@@ -175,6 +183,9 @@ pub struct HttpOptions {
     pub tls: Option<HttpTls>,
     /// Time bounds of each connection.
     pub limits: ConnectionLimits,
+    /// After shutdown begins, how long the requests in flight may take to finish (`None`: as long as they take).
+    /// Past it the server returns and the connections still answering are dropped with the process.
+    pub drain_timeout: Option<std::time::Duration>,
 }
 
 /// [`serve`] with [`HttpOptions`]. A certificate that cannot be read is an error before anything listens.
@@ -194,6 +205,24 @@ pub async fn serve_app(
     options: HttpOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_live(
+        addr,
+        LiveApp::new(app, std::sync::Arc::new(Readiness::ready())),
+        options,
+        shutdown,
+    )
+    .await
+}
+
+/// Serves `app`, whose application may be put in later or replaced (see [`LiveApp`]), on `addr` with `options`
+/// until `shutdown` completes; then stops accepting and lets the requests in flight finish, for at most
+/// [`HttpOptions::drain_timeout`].
+pub async fn serve_live(
+    addr: SocketAddr,
+    app: LiveApp,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let tls = match &options.tls {
         None => None,
         Some(files) => Some(files.server_config().map_err(std::io::Error::other)?),
@@ -205,14 +234,35 @@ pub async fn serve_app(
     tracing::info!(addr = %listener.local_addr()?, threads, https = tls.is_some(), "HTTP listening");
     let serve_options = threads::ServeOptions {
         limits: options.limits,
+        drain_timeout: options.drain_timeout,
         tls,
         ..threads::ServeOptions::default()
     };
     threads::serve_with(listener, app, threads, serve_options, shutdown).await
 }
 
+/// Liveness: the process answers. Nothing is checked, so that it stays cheap and true while a store loads.
 async fn healthz() -> &'static str {
     "ok\n"
+}
+
+/// Readiness: 200 once the stores are open, a 503 OperationOutcome while starting or draining.
+async fn readyz(
+    axum::extract::State(state): axum::extract::State<Shared>,
+) -> Result<&'static str, ApiError> {
+    match state.readiness.refusal() {
+        None => Ok("ready\n"),
+        Some(e) => Err(e),
+    }
+}
+
+/// The message routes of a read-only replica: it runs no interface engine and writes nothing.
+async fn read_only_refusal(_: axum::extract::Request, _: middleware::Next) -> ApiError {
+    ApiError::Forbidden(
+        "this server is a read-only replica (thoth serve --read-only): it has no message store; \
+         use the instance that runs the interface engine"
+            .into(),
+    )
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {

@@ -9,6 +9,9 @@ pub struct ServerInfo {
     pub version: String,
     /// The data directory the server was started on, if any.
     pub data_dir: Option<std::path::PathBuf>,
+    /// A read-only replica (`thoth serve --read-only`): no interface engine, message routes refused with a
+    /// 403, and nothing written to the data directory (the audit trail goes to the tracing log only).
+    pub read_only: bool,
 }
 
 impl Default for ServerInfo {
@@ -16,6 +19,7 @@ impl Default for ServerInfo {
         ServerInfo {
             version: env!("CARGO_PKG_VERSION").to_string(),
             data_dir: None,
+            read_only: false,
         }
     }
 }
@@ -44,15 +48,21 @@ pub struct AppState {
     pub engine: Option<interface::Engine>,
     /// Who may use the message routes (and, when configured so, the others); see [`AppState::with_access`].
     pub access: Arc<crate::Access>,
-    /// The audit trail of the message routes: `<data>/audit.log` when [`ServerInfo::data_dir`] is set.
+    /// The audit trail of the message routes: `<data>/audit.log` when [`ServerInfo::data_dir`] is set (and the
+    /// server is not read-only).
     pub audit: Arc<crate::AuditLog>,
+    /// Where the server is in its life (`/readyz`); ready unless whoever starts the server says otherwise.
+    pub readiness: Arc<crate::Readiness>,
 }
 
 impl AppState {
     /// A state with nothing loaded but the server's own facts.
     pub fn new(info: ServerInfo) -> Self {
         AppState {
-            audit: Arc::new(crate::AuditLog::for_data_dir(info.data_dir.as_deref())),
+            audit: Arc::new(crate::AuditLog::for_data_dir(
+                info.data_dir.as_deref().filter(|_| !info.read_only),
+            )),
+            readiness: Arc::new(crate::Readiness::ready()),
             access: Arc::new(crate::Access::default()),
             info: Arc::new(info),
             metrics: Arc::new(Metrics::default()),
@@ -66,6 +76,18 @@ impl AppState {
     /// This state with the terminology service `tx`.
     pub fn with_terminology(mut self, tx: Arc<terminology::Terminology>) -> Self {
         self.terminology = Some(tx);
+        self
+    }
+
+    /// This state as a read-only replica's (see [`ServerInfo::read_only`]): the message routes refuse, and the
+    /// audit trail goes to the tracing log only.
+    pub fn read_only(mut self) -> Self {
+        let info = ServerInfo {
+            read_only: true,
+            ..(*self.info).clone()
+        };
+        self.info = Arc::new(info);
+        self.audit = Arc::new(crate::AuditLog::for_data_dir(None));
         self
     }
 

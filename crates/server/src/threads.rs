@@ -248,6 +248,8 @@ pub(crate) struct ServeOptions {
     pub(crate) reserved_connections: usize,
     pub(crate) limits: ConnectionLimits,
     pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
+    /// How long the requests in flight at shutdown may take (`None`: no bound).
+    pub(crate) drain_timeout: Option<Duration>,
 }
 
 impl Default for ServeOptions {
@@ -257,6 +259,7 @@ impl Default for ServeOptions {
             reserved_connections: RESERVED_CONNECTIONS,
             limits: ConnectionLimits::default(),
             tls: None,
+            drain_timeout: None,
         }
     }
 }
@@ -439,6 +442,7 @@ where
     S::Future: Send,
 {
     let max_connections = options.max_connections;
+    let drain_timeout = options.drain_timeout;
     let reserved = options.reserved_connections;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut inboxes = Vec::new();
@@ -521,8 +525,22 @@ where
     }
     drop(listener);
     let _ = stop_tx.send(true);
-    for done in finished {
-        let _ = done.await;
+    let all_done = async {
+        for done in finished {
+            let _ = done.await;
+        }
+    };
+    match drain_timeout {
+        None => all_done.await,
+        Some(bound) => {
+            if tokio::time::timeout(bound, all_done).await.is_err() {
+                // The threads are left to the process's exit: what they still answer is cut off.
+                tracing::warn!(
+                    drain_timeout_ms = bound.as_millis() as u64,
+                    "requests still running at the drain deadline: their connections are dropped"
+                );
+            }
+        }
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ mod errors;
 mod heavy;
 mod hl7_api;
 mod https;
+mod lifecycle;
 mod messages_api;
 mod snomed_api;
 mod terminology;

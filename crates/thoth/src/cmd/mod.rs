@@ -7,6 +7,7 @@ pub mod import;
 pub mod mcp;
 pub mod messages;
 pub mod mllp;
+pub mod replica;
 pub mod serve;
 pub mod snomed;
 pub mod terminology;

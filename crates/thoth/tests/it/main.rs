@@ -10,6 +10,7 @@ mod hl7_cli;
 mod hl7apy_verdicts;
 mod kafka;
 mod mcp;
+mod replicas;
 mod serve;
 mod terminology;
 
