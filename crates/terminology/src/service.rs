@@ -72,7 +72,10 @@ pub struct Terminology {
     /// Evaluated value sets of earlier expansions. The content is fixed once served (registry and providers
     /// are never changed after start), so an entry is stale only if the request brought content of its own,
     /// and such requests are never cached.
-    expansions: crate::expansion::ExpansionCache,
+    pub(crate) expansions: crate::expansion::ExpansionCache,
+    /// The text of recent answers of the fast path's expansions of those value sets, by request (without
+    /// their identifier and timestamp), under the same bounds.
+    pub(crate) expansion_texts: crate::expansion::TextCache,
 }
 
 impl Default for Terminology {
@@ -96,6 +99,8 @@ impl Terminology {
     ) -> Self {
         let expansions =
             crate::cache::Lru::new(config.expansion_cache_entries, config.expansion_cache_bytes);
+        let expansion_texts =
+            crate::cache::Lru::new(config.expansion_cache_entries, config.expansion_cache_bytes);
         // Grammar-based code systems (UCUM) need no content: every service answers for them.
         let providers = crate::builtin::builtin_providers(&registry, data);
         let provider_systems = providers.iter().map(|p| p.code_system()).collect();
@@ -105,6 +110,7 @@ impl Terminology {
             providers,
             provider_systems,
             expansions,
+            expansion_texts,
         }
     }
 
@@ -190,7 +196,7 @@ impl Terminology {
         }
     }
 
-    fn context(&self, params: &Params, accept_language: Option<&str>) -> Ctx<'_> {
+    pub(crate) fn context(&self, params: &Params, accept_language: Option<&str>) -> Ctx<'_> {
         let mut overlay = Registry::new();
         for r in params.resources("tx-resource") {
             overlay.add(r.clone());
@@ -206,7 +212,7 @@ impl Terminology {
     }
 
     /// A context over the server's resources with the request's own (`overlay`) and its options.
-    fn context_of(&self, overlay: Registry, opts: Options) -> Ctx<'_> {
+    pub(crate) fn context_of(&self, overlay: Registry, opts: Options) -> Ctx<'_> {
         Ctx {
             base: &self.registry,
             overlay,
@@ -444,7 +450,11 @@ fn validation_language(
 
 /// Parameters an expansion takes without the request stating them: the display language of the
 /// Accept-Language header, then the value set's own `valueset-expansion-parameter`s. They are echoed.
-fn expansion_defaults(ctx: &Ctx<'_>, params: &Params, accept_language: Option<&str>) -> Vec<Value> {
+pub(crate) fn expansion_defaults(
+    ctx: &Ctx<'_>,
+    params: &Params,
+    accept_language: Option<&str>,
+) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     let stated =
         |out: &[Value], name: &str| params.has(name) || out.iter().any(|p| p["name"] == name);
