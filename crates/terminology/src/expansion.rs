@@ -440,19 +440,16 @@ impl ExpansionText {
 
 /// The expansion of a request without a definition, designations or properties to show, as JSON text: the
 /// bytes `serde_json` writes for [`expand`]'s value (the same evaluation, from the same cache), without the
-/// value. `None` where the general path answers an error. An expansion that the service caches (a value set
-/// of the registry) is answered from `texts` when it was answered before: its text but for the identifier and
-/// timestamp is a function of the request and of the content, which is fixed while serving.
+/// value. `None` where the general path answers an error. When `text_key` is given, the answer is kept in
+/// `texts` under it and answered from there the next time: the caller makes the key of everything the text
+/// but for the identifier and timestamp depends on besides the content, which is fixed while serving.
 pub(crate) fn expand_text(
     ctx: &Ctx<'_>,
     params: &Params,
     cache: Option<&ExpansionCache>,
     texts: &TextCache,
+    text_key: Option<String>,
 ) -> Option<Vec<u8>> {
-    let text_key = cache.and_then(|_| cache_key(params)).map(|k| {
-        let opts = &ctx.opts;
-        format!("{k}|{:?}|{:?}", opts.count, opts.offset)
-    });
     if let Some(key) = &text_key
         && let Some(text) = texts.get(key)
     {

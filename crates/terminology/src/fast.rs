@@ -323,8 +323,19 @@ impl Terminology {
             return None;
         }
         // Implicit value sets are never cached by the service (the provider caches what it evaluates).
-        let cache = (!url.contains("?fhir_vs")).then_some(&self.expansions);
-        crate::expansion::expand_text(&ctx, &params, cache, &self.expansion_texts)
+        let implicit = url.contains("?fhir_vs");
+        let cache = (!implicit).then_some(&self.expansions);
+        // The answer's text depends on the value set (an implicit one's definition is dated when the provider
+        // made it: a definition made anew is another key) and on these parameters as given (`count=010` is
+        // echoed as 10, `count=x` as text), in any order.
+        let date = if implicit { vs["date"].as_str() } else { None };
+        let text_key = format!(
+            "{url}|{date:?}|{:?}|{:?}|{:?}",
+            q.get("count"),
+            q.get("offset"),
+            q.get("filter")
+        );
+        crate::expansion::expand_text(&ctx, &params, cache, &self.expansion_texts, Some(text_key))
     }
 }
 

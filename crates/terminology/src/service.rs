@@ -24,7 +24,8 @@ pub(crate) const MAX_SEARCH_COUNT: usize = 1000;
 pub struct Config {
     /// The largest expansion returned without paging (`count`); larger ones are refused as too costly.
     pub max_expansion: usize,
-    /// Evaluated value sets kept for later `$expand` requests with the same parameters (0: no cache).
+    /// Evaluated value sets kept for later `$expand` requests with the same parameters, and four times as many
+    /// answers of the fast path (0: neither).
     pub expansion_cache_entries: usize,
     /// The byte budget of that cache (estimated from the codes held).
     pub expansion_cache_bytes: usize,
@@ -73,8 +74,8 @@ pub struct Terminology {
     /// are never changed after start), so an entry is stale only if the request brought content of its own,
     /// and such requests are never cached.
     pub(crate) expansions: crate::expansion::ExpansionCache,
-    /// The text of recent answers of the fast path's expansions of those value sets, by request (without
-    /// their identifier and timestamp), under the same bounds.
+    /// The text of recent answers of the fast path's expansions (without their identifier and timestamp), by
+    /// value set and parameters; bounded by the same bytes, disabled with it.
     pub(crate) expansion_texts: crate::expansion::TextCache,
 }
 
@@ -99,8 +100,12 @@ impl Terminology {
     ) -> Self {
         let expansions =
             crate::cache::Lru::new(config.expansion_cache_entries, config.expansion_cache_bytes);
-        let expansion_texts =
-            crate::cache::Lru::new(config.expansion_cache_entries, config.expansion_cache_bytes);
+        // Answers are a few kB: four times the entries, so that a typeahead's working set of text filters (the
+        // bench's 1,214 prefixes) fits, which a least-recently-used cache cycled through does not.
+        let expansion_texts = crate::cache::Lru::new(
+            4 * config.expansion_cache_entries,
+            config.expansion_cache_bytes,
+        );
         // Grammar-based code systems (UCUM) need no content: every service answers for them.
         let providers = crate::builtin::builtin_providers(&registry, data);
         let provider_systems = providers.iter().map(|p| p.code_system()).collect();
