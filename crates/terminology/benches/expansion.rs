@@ -28,7 +28,10 @@ const SCT: &str = "http://snomed.info/sct";
 /// The body structure with the most descendants in the synthetic release (seed 1), as in the HTTP bench.
 const SITE: &str = "10177576004";
 
-fn query(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+/// A GET query's pairs.
+type Query = Vec<(String, String)>;
+
+fn query(pairs: &[(&str, &str)]) -> Query {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -99,7 +102,7 @@ fn benches(c: &mut Criterion) {
     }
     let observation_status = "http://hl7.org/fhir/ValueSet/observation-status";
     let extensional = "http://hl7.org/fhir/ValueSet/iso3166-1-2";
-    let shapes: Vec<(&str, Vec<Vec<(String, String)>>)> = vec![
+    let shapes: Vec<(&str, Vec<Query>)> = vec![
         (
             "isa/404684003 count 10",
             vec![query(&[("url", &isa), ("count", "10")])],
@@ -199,7 +202,7 @@ fn benches(c: &mut Criterion) {
     });
 
     // Search by canonical URL and the catalogue browse.
-    let searches: [(&str, Vec<(String, String)>); 2] = [
+    let searches: [(&str, Query); 2] = [
         (
             "search ValueSet by url",
             query(&[("url", "http://hl7.org/fhir/ValueSet/observation-status")]),

@@ -651,7 +651,7 @@ fn the_fast_path_expands_as_the_general_path() {
         }
         for q in &queries {
             n += 1;
-            same_expansion(&f.tx, q, n % 2 == 0, &mut t);
+            same_expansion(&f.tx, q, n.is_multiple_of(2), &mut t);
         }
     }
     assert_mostly_fast("SNOMED CT implicit value sets", &t, 0.7);
@@ -698,7 +698,7 @@ fn the_fast_path_expands_as_the_general_path() {
         );
         let prefixes = first.map(|a| prefixes_of(&a, 2)).unwrap_or_default();
         n += 1;
-        same_expansion(&tx, &[("url", url)], n % 2 == 0, &mut whole);
+        same_expansion(&tx, &[("url", url)], n.is_multiple_of(2), &mut whole);
         let mut queries: Vec<Vec<(&str, &str)>> = vec![
             vec![("url", url), ("count", "10")],
             vec![("url", url), ("offset", "3"), ("count", "5")],
@@ -710,7 +710,7 @@ fn the_fast_path_expands_as_the_general_path() {
         }
         for q in &queries {
             n += 1;
-            same_expansion(&tx, q, n % 2 == 0, &mut paged);
+            same_expansion(&tx, q, n.is_multiple_of(2), &mut paged);
         }
     }
     assert!(whole.asked > 3000, "{} package value sets", whole.asked);
@@ -740,7 +740,7 @@ fn search_text_is_the_search_bundle() {
         assert!(!urls.is_empty());
         for (n, url) in urls.iter().enumerate() {
             queries.push((kind, q(&[("url", url)])));
-            if n % 7 == 0 {
+            if n.is_multiple_of(7) {
                 queries.push((kind, q(&[("url", url), ("_summary", "true")])));
                 queries.push((kind, q(&[("url", url), ("version", "4.0.1")])));
                 queries.push((kind, q(&[("_elements", "url,name"), ("url", url)])));
