@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # FHIR terminology operations over HTTP, in the manner of Hades's published benchmark: wrk with 2 threads and 10
 # keep-alive connections, a warm-up at the same shape, then a measured run per operation; lookups, subsumption and
-# validation rotate through pools of codes, text search through 3-6 letter prefixes. The floor is the trivial
+# validation rotate through pools of codes, text search through 3-6 letter prefixes, search by canonical URL
+# through the packages' value set URLs; all eleven of Hades's rows (package value sets standing in for VSAC's
+# extensional one) and four of ours. The floor is the trivial
 # /healthz handler of the same server (same middleware), so each ratio is the share of the HTTP floor an
 # operation keeps.
 #
@@ -95,10 +97,28 @@ sed "s|^|/fhir/ValueSet/\$validate-code?url=$ISA_VS\&system=$SCT\&code=|" "$WORK
 sed "s|^|/fhir/ValueSet/\$validate-code?url=http://loinc.org/vs\&system=http://loinc.org\&code=|" "$WORK/loinc-codes.txt" >"$P/validate-vs-loinc.txt"
 sed "s|^|/fhir/ValueSet/\$expand?url=$(urlenc "$SCT?fhir_vs")\&count=10\&filter=|" "$WORK/prefixes.txt" >"$P/expand-search.txt"
 echo "/fhir/ValueSet/\$expand?url=$ECL_VS&count=10" >"$P/expand-ecl.txt"
+echo "/fhir/ValueSet/\$expand?url=$ISA_VS&count=10" >"$P/expand-isa.txt"
 echo "/fhir/ValueSet/\$expand?url=http://hl7.org/fhir/ValueSet/observation-status" >"$P/expand-package.txt"
+# Hades's extensional (VSAC) row: a value set that lists a few hundred codes, expanded whole (R4's ISO 3166-1
+# alpha-2 value set, 249 codes).
+echo "/fhir/ValueSet/\$expand?url=http://hl7.org/fhir/ValueSet/iso3166-1-2" >"$P/expand-extensional.txt"
+# FHIR search by canonical URL (every value set of the packages, up to 2,000) and the catalogue browse.
+python3 - "$PORT" >"$P/search-vs-url.txt" <<'PY'
+import json, sys, urllib.parse, urllib.request
+urls = []
+for offset in (0, 1000):
+    with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/fhir/ValueSet?_elements=url&_count=1000&_offset={offset}") as r:
+        bundle = json.load(r)
+    urls += [e["resource"]["url"] for e in bundle.get("entry", []) if "url" in e.get("resource", {})]
+for u in sorted(set(urls))[:2000]:
+    print("/fhir/ValueSet?url=" + urllib.parse.quote(u, safe=""))
+PY
+echo "/fhir/ValueSet?_count=10&_summary=true" >"$P/browse-vs.txt"
 sed "s|^|/fhir/ConceptMap/\$translate?url=$CM\&system=$SCT\&code=|" "$WORK/sct-mapped.txt" >"$P/translate-icd10.txt"
 
-OPS=${OPS:-"lookup-snomed lookup-loinc lookup-icd10cm subsumes-snomed validate-cs-snomed validate-vs-snomed validate-vs-loinc expand-search expand-ecl expand-package translate-icd10"}
+# Hades's eleven rows (lookup-snomed, lookup-loinc, expand-search, search-vs-url, browse-vs, subsumes-snomed,
+# validate-vs-snomed, expand-isa, expand-ecl, expand-extensional, translate-icd10) and four of ours.
+OPS=${OPS:-"lookup-snomed lookup-loinc lookup-icd10cm expand-search search-vs-url browse-vs subsumes-snomed validate-cs-snomed validate-vs-snomed validate-vs-loinc expand-isa expand-ecl expand-package expand-extensional translate-icd10"}
 
 # Every operation must answer 200 on its first pool entry before anything is timed.
 for op in $OPS; do

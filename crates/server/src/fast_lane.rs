@@ -1,14 +1,16 @@
-//! The single-code terminology GETs (`$lookup`, `$validate-code`, `$subsumes`, `$translate`), answered before
-//! the router when the service's fast path has their answer.
+//! The terminology GETs whose answer the service writes as JSON text straight away, answered before the router:
+//! the single-code operations (`$lookup`, `$validate-code`, `$subsumes`, `$translate`), `ValueSet/$expand` of
+//! a value set by URL with `count`, `offset` and `filter` at most, and the searches (`GET /fhir/ValueSet?url=`).
 //!
-//! These requests are the bulk of a terminology server's traffic and take a microsecond or two to answer. Going
+//! These requests are the bulk of a terminology server's traffic and take microseconds to answer. Going
 //! through the router costs about as much again: every layer around a route (metrics, FHIR format negotiation)
-//! clones the boxed route service and boxes a future per request, and the path extractor copies its segments.
-//! The lane answers exactly what the route would (same body, same headers, same metrics series) for the requests
-//! whose answer is JSON from the fast path, and hands every other request to the router untouched.
+//! clones the boxed route service and boxes a future per request, and the path extractor copies its segments;
+//! an expansion also went to the blocking pool (a wake-up of another thread, and one back). The lane answers
+//! exactly what the route would (same body, same headers, same metrics series) for the requests whose answer
+//! is JSON from the fast path, and hands every other request to the router untouched.
 
 use crate::state::Shared;
-use crate::terminology_api::{TYPE_LEVEL, type_level_operation};
+use crate::terminology_api::{SEARCH, TYPE_LEVEL, type_level_operation};
 use axum::Router;
 use axum::extract::Request;
 use axum::http::Method;
@@ -38,21 +40,46 @@ impl App {
         if req.method() != Method::GET {
             return None;
         }
-        let op = type_level_operation(req.uri().path())?;
-        // An XML answer is the negotiation layer's work: the route's.
-        if !crate::fhir_format::wants_json(req.uri(), req.headers()) {
+        let path = req.uri().path();
+        let target = match type_level_operation(path) {
+            Some(op) => Target::Operation(op),
+            None => Target::Search(search_kind(path)?),
+        };
+        // An XML answer is the negotiation layer's work, and an over-long request target the limits' (414):
+        // the route's.
+        if !crate::fhir_format::wants_json(req.uri(), req.headers())
+            || req.uri().path_and_query().map_or(0, |p| p.as_str().len())
+                > crate::outcome::MAX_URI_BYTES
+        {
             return None;
         }
         let tx = self.state.terminology.as_ref()?;
         let query = req.uri().query().unwrap_or_default();
         let pairs: Vec<_> = form_urlencoded::parse(query.as_bytes()).collect();
-        let language = req
-            .headers()
-            .get("accept-language")
-            .and_then(|v| v.to_str().ok());
-        let answer = tx.run_fast(op, &pairs, language)?;
+        let answer = match target {
+            Target::Operation(op) => {
+                let language = req
+                    .headers()
+                    .get("accept-language")
+                    .and_then(|v| v.to_str().ok());
+                tx.run_fast(op, &pairs, language)?
+            }
+            Target::Search(kind) => tx.search_text(kind, &pairs, "/fhir"),
+        };
         Some(([("content-type", "application/fhir+json")], answer).into_response())
     }
+}
+
+/// What the lane answers a request with.
+enum Target {
+    Operation(terminology::Operation),
+    Search(terminology::Kind),
+}
+
+/// The resource type a search path names (`/fhir/ValueSet`), read as the router would route it.
+fn search_kind(path: &str) -> Option<terminology::Kind> {
+    let ty = path.strip_prefix("/fhir/")?;
+    terminology::Kind::from_name(ty)
 }
 
 impl Service<Request> for App {
@@ -69,9 +96,14 @@ impl Service<Request> for App {
         match self.answer(&req) {
             Some(response) => {
                 // Counted as the route's metrics layer counts it.
+                let template = if search_kind(req.uri().path()).is_some() {
+                    SEARCH
+                } else {
+                    TYPE_LEVEL
+                };
                 self.state.metrics.observe(
                     "GET",
-                    crate::metrics::route_label(Some(TYPE_LEVEL), req.uri().path()),
+                    crate::metrics::route_label(Some(template), req.uri().path()),
                     response.status().as_u16(),
                     start.elapsed().as_secs_f64(),
                 );

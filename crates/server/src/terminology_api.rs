@@ -18,11 +18,13 @@ use terminology::{Kind, Operation, Params, Terminology};
 
 /// The route of the type-level operations, searches' siblings: `/fhir/CodeSystem/$lookup` and the like.
 pub(crate) const TYPE_LEVEL: &str = "/fhir/{type}/{id}";
+/// The route of the searches: `/fhir/ValueSet?url=...`.
+pub(crate) const SEARCH: &str = "/fhir/{type}";
 
 pub(crate) fn routes() -> Router<Shared> {
     Router::new()
         .route("/fhir/$versions", get(versions).post(versions))
-        .route("/fhir/{type}", get(search))
+        .route(SEARCH, get(search))
         .route(TYPE_LEVEL, get(type_level).post(type_level))
         .route(
             "/fhir/{type}/{id}/{op}",

@@ -4,6 +4,7 @@
 use crate::context::Ctx;
 use crate::error::{ErrorKind, Issue, Severity, TxError};
 use crate::expand::{Entry, evaluate, vs_canonical};
+use crate::fast::{json_number, json_string};
 use crate::params::Params;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -110,17 +111,28 @@ pub fn expand(
     params: &Params,
     cache: Option<&ExpansionCache>,
 ) -> Result<Value, TxError> {
+    let prepared = prepared(ctx, params, cache)?;
+    render(ctx, params, &prepared)
+}
+
+/// The evaluated value set of an expansion request: from `cache` when it holds it, else evaluated (and kept
+/// there when it may be).
+fn prepared(
+    ctx: &Ctx<'_>,
+    params: &Params,
+    cache: Option<&ExpansionCache>,
+) -> Result<Arc<Prepared>, TxError> {
     let key = cache.and_then(|_| cache_key(params));
     if let (Some(cache), Some(key)) = (cache, &key)
         && let Some(prepared) = cache.get(key)
     {
-        return render(ctx, params, &prepared);
+        return Ok(prepared);
     }
     let prepared = Arc::new(prepare(ctx, params)?);
     if let (Some(cache), Some(key), false) = (cache, key, prepared.prepaged) {
         cache.put(key, prepared.clone(), prepared.bytes());
     }
-    render(ctx, params, &prepared)
+    Ok(prepared)
 }
 
 /// Evaluates the requested value set and applies `activeOnly` and the text filter.
@@ -210,17 +222,19 @@ fn prepare(ctx: &Ctx<'_>, params: &Params) -> Result<Prepared, TxError> {
 /// The most codes one page of an expansion (`count` given) may hold, unless `max_expansion` is larger.
 pub(crate) const MAX_PAGE: usize = 10_000;
 
-/// The expansion resource of a prepared value set: the size limit, the page, the parameters.
-fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, TxError> {
-    let Prepared {
-        vs,
-        ev,
-        entries,
-        total,
-        prepaged,
-        content_params,
-    } = prepared;
-    let (total, prepaged) = (*total, *prepaged);
+/// How a prepared value set is cut and laid out for one request.
+struct Layout {
+    offset: usize,
+    /// `count` or `offset` given: the expansion says where its page starts.
+    paged: bool,
+    /// Listed as the code systems' tree.
+    nest: bool,
+}
+
+/// The layout of `prepared` for the request, or the size limit's refusal.
+fn layout(ctx: &Ctx<'_>, prepared: &Prepared) -> Result<Layout, TxError> {
+    let Prepared { vs, ev, total, .. } = prepared;
+    let total = *total;
     let opts = &ctx.opts;
     let offset = opts.offset.unwrap_or(0);
     // Without `count` the whole expansion must fit in `max_expansion` codes. A client that names a `count` asks
@@ -249,19 +263,30 @@ fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, 
         && !paged
         && !excludes
         && compose_keeps_hierarchy(vs, opts.filter.is_some());
-    let contains = if prepaged {
-        entries.iter().map(|e| render_entry(ctx, e)).collect()
-    } else if nest {
-        render_nested(ctx, entries)
+    Ok(Layout {
+        offset,
+        paged,
+        nest,
+    })
+}
+
+/// The entries an expansion shows: the page (all of them when not paged, or when the provider paged).
+fn shown<'p>(ctx: &Ctx<'_>, prepared: &'p Prepared, layout: &Layout) -> &'p [Entry] {
+    let entries = &prepared.entries;
+    if layout.paged && !prepared.prepaged {
+        let start = layout.offset.min(entries.len());
+        let end = start
+            .saturating_add(ctx.opts.count.unwrap_or(usize::MAX))
+            .min(entries.len());
+        &entries[start..end]
     } else {
         entries
-            .iter()
-            .skip(offset)
-            .take(opts.count.unwrap_or(usize::MAX))
-            .map(|e| render_entry(ctx, e))
-            .collect()
-    };
+    }
+}
 
+/// `expansion.parameter`: the request's echoed parameters and the content's, by name as tx.fhir.org lists them
+/// (designations by value).
+fn expansion_parameters(ctx: &Ctx<'_>, params: &Params, content_params: &[Value]) -> Vec<Value> {
     let mut parameters = Vec::new();
     for p in params.entries() {
         if p["name"] == "default-valueset-version" {
@@ -273,11 +298,10 @@ fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, 
             parameters.push(p.clone());
         }
     }
-    for (u, v) in &opts.force_versions {
+    for (u, v) in &ctx.opts.force_versions {
         parameters.push(json!({"name": "force-system-version", "valueUri": format!("{u}|{v}")}));
     }
     parameters.extend(content_params.iter().cloned());
-    // tx.fhir.org lists them by name (designations by value).
     parameters.sort_by(|a, b| {
         let key = |p: &Value| {
             let name = p["name"].as_str().unwrap_or_default().to_string();
@@ -290,24 +314,15 @@ fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, 
         };
         key(a).cmp(&key(b))
     });
-    let mut expansion = Map::new();
-    expansion.insert(
-        "identifier".into(),
-        json!(format!("urn:uuid:{}", uuid::Uuid::new_v4())),
-    );
-    expansion.insert("timestamp".into(), json!(crate::time::now_instant()));
-    // Examples standing for a whole grammar-based system are returned without a total, as tx.fhir.org does:
-    // the total would read as the size of a value set that has no end.
-    if ev.example_sources.is_empty() {
-        expansion.insert("total".into(), json!(total));
-    }
-    // Only a paged expansion says where its page starts.
-    if paged {
-        expansion.insert("offset".into(), json!(offset));
-    }
-    if !parameters.is_empty() {
-        expansion.insert("parameter".into(), Value::Array(parameters));
-    }
+    parameters
+}
+
+/// `expansion.extension`: unclosed (and why), and the declarations of the properties the shown codes carry.
+fn expansion_extensions(
+    ctx: &Ctx<'_>,
+    ev: &crate::expand::Evaluated,
+    shown: &[Entry],
+) -> Vec<Value> {
     let mut ext: Vec<Value> = Vec::new();
     if let Some(reason) = &ev.unclosed {
         ext.push(json!({"url": "http://hl7.org/fhir/StructureDefinition/valueset-unclosed", "valueBoolean": true}));
@@ -317,17 +332,48 @@ fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, 
     }
     // R4 has no `expansion.property`: it travels as R5's cross-version extension.
     // Declarations cover the codes shown (a `count=0` expansion shows none).
-    let shown: &[Entry] = if paged && !prepaged {
-        let start = offset.min(entries.len());
-        let end = start
-            .saturating_add(opts.count.unwrap_or(usize::MAX))
-            .min(entries.len());
-        &entries[start..end]
-    } else {
-        entries
-    };
     let props = property_declarations(ctx, shown);
     ext.extend(props.iter().map(|p| r5_extension("property", p)));
+    ext
+}
+
+/// The expansion resource of a prepared value set: the size limit, the page, the parameters.
+fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, TxError> {
+    let layout = layout(ctx, prepared)?;
+    let Prepared {
+        vs,
+        ev,
+        entries,
+        total,
+        prepaged,
+        content_params,
+    } = prepared;
+    let shown = shown(ctx, prepared, &layout);
+    let contains = if layout.nest && !prepaged {
+        render_nested(ctx, entries)
+    } else {
+        shown.iter().map(|e| render_entry(ctx, e)).collect()
+    };
+    let parameters = expansion_parameters(ctx, params, content_params);
+    let mut expansion = Map::new();
+    expansion.insert(
+        "identifier".into(),
+        json!(format!("urn:uuid:{}", new_identifier())),
+    );
+    expansion.insert("timestamp".into(), json!(crate::time::now_instant()));
+    // Examples standing for a whole grammar-based system are returned without a total, as tx.fhir.org does:
+    // the total would read as the size of a value set that has no end.
+    if ev.example_sources.is_empty() {
+        expansion.insert("total".into(), json!(total));
+    }
+    // Only a paged expansion says where its page starts.
+    if layout.paged {
+        expansion.insert("offset".into(), json!(layout.offset));
+    }
+    if !parameters.is_empty() {
+        expansion.insert("parameter".into(), Value::Array(parameters));
+    }
+    let ext = expansion_extensions(ctx, ev, shown);
     if !ext.is_empty() {
         expansion.insert("extension".into(), Value::Array(ext));
     }
@@ -347,6 +393,197 @@ fn render(ctx: &Ctx<'_>, params: &Params, prepared: &Prepared) -> Result<Value, 
     }
     out.insert("expansion".into(), Value::Object(expansion));
     Ok(Value::Object(out))
+}
+
+/// A random (version 4) UUID for an expansion's identifier, from a generator of each thread seeded once from
+/// the system's: an identifier must be unique, not secret, and the system's generator costs a system call
+/// (half a microsecond in process, and more under load).
+fn new_identifier() -> uuid::Uuid {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(u64::from_le_bytes(
+            uuid::Uuid::new_v4().as_bytes()[..8].try_into().unwrap_or_default(),
+        ));
+    }
+    // SplitMix64, twice: 128 bits of which the version and variant take 6.
+    let next = || {
+        STATE.with(|s| {
+            let z = s.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+            s.set(z);
+            let z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        })
+    };
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&next().to_le_bytes());
+    bytes[8..].copy_from_slice(&next().to_le_bytes());
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
+}
+
+/// An answer of [`expand_text`] around its identifier and timestamp, which each answer makes anew.
+pub(crate) struct ExpansionText {
+    /// Up to the identifier's UUID.
+    head: Vec<u8>,
+    /// After the timestamp's value.
+    tail: Vec<u8>,
+}
+
+/// The fast path's cache of expansion texts.
+pub(crate) type TextCache = crate::cache::Lru<ExpansionText>;
+
+const TIMESTAMP: &[u8] = br#"","timestamp":"#;
+
+impl ExpansionText {
+    /// The answer, with an identifier and timestamp of its own.
+    fn answer(&self) -> Vec<u8> {
+        let mut buf = Vec::with_capacity(self.head.len() + self.tail.len() + 80);
+        buf.extend_from_slice(&self.head);
+        buf.extend_from_slice(
+            new_identifier()
+                .hyphenated()
+                .encode_lower(&mut uuid::Uuid::encode_buffer())
+                .as_bytes(),
+        );
+        buf.extend_from_slice(TIMESTAMP);
+        json_string(&mut buf, &crate::time::now_instant());
+        buf.extend_from_slice(&self.tail);
+        buf
+    }
+}
+
+/// The expansion of a request without a definition, designations or properties to show, as JSON text: the
+/// bytes `serde_json` writes for [`expand`]'s value (the same evaluation, from the same cache), without the
+/// value. `None` where the general path answers an error. When `text_key` is given, the answer is kept in
+/// `texts` under it and answered from there the next time: the caller makes the key of everything the text
+/// but for the identifier and timestamp depends on besides the content, which is fixed while serving.
+pub(crate) fn expand_text(
+    ctx: &Ctx<'_>,
+    params: &Params,
+    cache: Option<&ExpansionCache>,
+    texts: &TextCache,
+    text_key: Option<String>,
+) -> Option<Vec<u8>> {
+    if let Some(key) = &text_key
+        && let Some(text) = texts.get(key)
+    {
+        return Some(text.answer());
+    }
+    let prepared = prepared(ctx, params, cache).ok()?;
+    let layout = layout(ctx, &prepared).ok()?;
+    let Prepared {
+        vs,
+        ev,
+        entries,
+        total,
+        prepaged,
+        content_params,
+    } = &*prepared;
+    let shown = shown(ctx, &prepared, &layout);
+    let mut buf: Vec<u8> = Vec::with_capacity(1024 + 160 * shown.len());
+    buf.push(b'{');
+    for (k, v) in vs
+        .as_object()?
+        .iter()
+        .filter(|(k, _)| KEPT.contains(&k.as_str()))
+    {
+        json_string(&mut buf, k);
+        buf.push(b':');
+        serde_json::to_writer(&mut buf, v).ok()?;
+        buf.push(b',');
+    }
+    buf.extend_from_slice(br#""expansion":{"identifier":"urn:uuid:"#);
+    let head_len = buf.len();
+    let mut tail: Vec<u8> = Vec::with_capacity(1024 + 160 * shown.len());
+    if ev.example_sources.is_empty() {
+        tail.extend_from_slice(br#","total":"#);
+        json_number(&mut tail, *total as u64);
+    }
+    if layout.paged {
+        tail.extend_from_slice(br#","offset":"#);
+        json_number(&mut tail, layout.offset as u64);
+    }
+    let values = |buf: &mut Vec<u8>, name: &[u8], list: &[Value]| -> Option<()> {
+        if list.is_empty() {
+            return Some(());
+        }
+        buf.extend_from_slice(name);
+        buf.push(b'[');
+        for (n, v) in list.iter().enumerate() {
+            if n > 0 {
+                buf.push(b',');
+            }
+            serde_json::to_writer(&mut *buf, v).ok()?;
+        }
+        buf.push(b']');
+        Some(())
+    };
+    let parameters = expansion_parameters(ctx, params, content_params);
+    values(&mut tail, br#","parameter":"#, &parameters)?;
+    values(
+        &mut tail,
+        br#","extension":"#,
+        &expansion_extensions(ctx, ev, shown),
+    )?;
+    if layout.nest && !prepaged {
+        values(&mut tail, br#","contains":"#, &render_nested(ctx, entries))?;
+    } else if !shown.is_empty() {
+        tail.extend_from_slice(br#","contains":["#);
+        for (n, e) in shown.iter().enumerate() {
+            if n > 0 {
+                tail.push(b',');
+            }
+            entry_text(ctx, e, &mut tail)?;
+        }
+        tail.push(b']');
+    }
+    tail.extend_from_slice(b"}}");
+    let text = ExpansionText { head: buf, tail };
+    let answer = text.answer();
+    if let Some(key) = text_key {
+        let bytes = head_len + text.tail.len();
+        texts.put(key, Arc::new(text), bytes);
+    }
+    Some(answer)
+}
+
+/// One `contains` entry as [`render_entry`] writes it; an entry with extensions or properties to show goes
+/// through [`render_entry`] itself.
+fn entry_text(ctx: &Ctx<'_>, e: &Entry, buf: &mut Vec<u8>) -> Option<()> {
+    let concept = e.concept.as_ref().map(|(cs, i)| &cs.concepts[*i]);
+    let plain = !ctx.opts.include_designations
+        && concept.is_none_or(|c| {
+            kept_extensions(&c.extensions, CS_ECHOED_EXTENSIONS)
+                .next()
+                .is_none()
+        })
+        && kept_extensions(&e.vs_extensions, VS_ECHOED_EXTENSIONS)
+            .next()
+            .is_none()
+        && entry_properties(ctx, e).is_empty();
+    if !plain {
+        return serde_json::to_writer(&mut *buf, &render_entry(ctx, e)).ok();
+    }
+    buf.extend_from_slice(br#"{"system":"#);
+    json_string(buf, &e.system);
+    if e.is_abstract() {
+        buf.extend_from_slice(br#","abstract":true"#);
+    }
+    if e.inactive() {
+        buf.extend_from_slice(br#","inactive":true"#);
+    }
+    if let (true, Some(v)) = (e.show_version, e.version()) {
+        buf.extend_from_slice(br#","version":"#);
+        json_string(buf, v);
+    }
+    buf.extend_from_slice(br#","code":"#);
+    json_string(buf, &e.code);
+    if let Some(d) = display_of(ctx, e) {
+        buf.extend_from_slice(br#","display":"#);
+        json_string(buf, &d);
+    }
+    buf.push(b'}');
+    Some(())
 }
 
 /// The generic text filter of an expansion: the code, the display, or a word of the display (split at
@@ -434,6 +671,41 @@ fn provider_page(
     } else {
         crate::provider::Detail::Display
     };
+    // A page of concepts with nothing to show but their displays is not compiled (a `CodeSystem` with its code
+    // index, per request): the entries carry the displays the provider gives.
+    let displays: Option<Vec<Option<String>>> = (detail == crate::provider::Detail::Display)
+        .then(|| {
+            page.codes
+                .iter()
+                .map(|c| provider.expansion_display(c))
+                .collect()
+        })
+        .flatten();
+    if let Some(displays) = displays {
+        let entries = page
+            .codes
+            .into_iter()
+            .zip(displays)
+            .map(|(code, display)| Entry {
+                system: system.to_string(),
+                code,
+                vs_display: display,
+                vs_designations: Vec::new(),
+                vs_extensions: Vec::new(),
+                concept: None,
+                hierarchical: false,
+                include_version: inc["version"].as_str().map(str::to_string),
+                show_version: false,
+            })
+            .collect();
+        let ev = crate::expand::Evaluated {
+            used_cs: vec![cs.versioned_url()],
+            versions_match: crate::expand::versions_match(vs),
+            unclosed: page.unclosed,
+            ..Default::default()
+        };
+        return Ok(Some((ev, entries, page.total)));
+    }
     let compiled = ctx.compile(&cs, &codes, detail);
     let entries = page
         .codes

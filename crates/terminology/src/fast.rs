@@ -11,6 +11,7 @@ use crate::codesystem::{CodeSystem, Content};
 use crate::context::Ctx;
 use crate::error::TX_ISSUE_TYPE;
 use crate::expand::vs_canonical;
+use crate::params::Params;
 use crate::provider::{CodeSystemProvider, Detail};
 use crate::service::{Operation, Terminology};
 use crate::validate::status_label;
@@ -283,8 +284,58 @@ impl Terminology {
             Operation::Translate => {
                 translate(&ctx, &Query::read(query, &["url", "system", "code"])?)
             }
+            Operation::Expand => {
+                self.expand_fast(&Query::read(query, &["url", "count", "offset", "filter"])?)
+            }
             _ => None,
         }
+    }
+
+    /// `ValueSet/$expand` of a value set by `url`, with `count`, `offset` and `filter` at most: the general
+    /// path's evaluation (from the same cache), its answer written as text.
+    fn expand_fast(&self, q: &Query<'_>) -> Option<Vec<u8>> {
+        let url = q.get("url")?;
+        // `url|version` is the general path's (an implicit value set's URL may hold `|` in its ECL).
+        if url.contains('|') && !url.contains("?fhir_vs") {
+            return None;
+        }
+        let pairs: Vec<(String, String)> = q
+            .pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let params = Params::from_query(&pairs);
+        // The options these parameters give (`Options::from_params` of them: the others as for no parameters).
+        let opts = crate::context::Options {
+            filter: params.str("filter").filter(|s| !s.is_empty()),
+            count: params.int("count").map(|n| n.max(0) as usize),
+            offset: params.int("offset").map(|n| n.max(0) as usize),
+            ..Default::default()
+        };
+        let ctx = self.context_of(crate::registry::Registry::new(), opts);
+        // Parameters the value set states for its own expansion are the general path's to add.
+        let vs = ctx.find_vs(url)?;
+        if vs["compose"]["extension"].as_array().is_some_and(|a| {
+            a.iter().any(|e| {
+                e["url"] == "http://hl7.org/fhir/StructureDefinition/valueset-expansion-parameter"
+            })
+        }) {
+            return None;
+        }
+        // Implicit value sets are never cached by the service (the provider caches what it evaluates).
+        let implicit = url.contains("?fhir_vs");
+        let cache = (!implicit).then_some(&self.expansions);
+        // The answer's text depends on the value set (an implicit one's definition is dated when the provider
+        // made it: a definition made anew is another key) and on these parameters as given (`count=010` is
+        // echoed as 10, `count=x` as text), in any order.
+        let date = if implicit { vs["date"].as_str() } else { None };
+        let text_key = format!(
+            "{url}|{date:?}|{:?}|{:?}|{:?}",
+            q.get("count"),
+            q.get("offset"),
+            q.get("filter")
+        );
+        crate::expansion::expand_text(&ctx, &params, cache, &self.expansion_texts, Some(text_key))
     }
 }
 

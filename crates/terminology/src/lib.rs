@@ -42,6 +42,7 @@ mod params;
 mod provider;
 mod registry;
 mod sct;
+mod search;
 mod service;
 mod time;
 mod translate;

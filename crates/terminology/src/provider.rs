@@ -177,6 +177,15 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// For an expansion's page compiled at [`Detail::Display`] in the code system's own language: `Some(display)`
+    /// when the concept `code` would carry nothing an expansion shows but its code and display (active, not
+    /// abstract, no status, extensions or properties shown unasked), so that the page need not be compiled.
+    /// `None` when the provider does not tell or there is more to show; the page is then compiled.
+    fn expansion_display(&self, code: &str) -> Option<Option<String>> {
+        let _ = code;
+        None
+    }
+
     /// The codes among `codes` (in their order) that the expansion's text `filter` could match, found through the
     /// provider's own text index: a superset of what the generic filter over displays keeps, so an expansion
     /// compiles only the candidates instead of every selected concept. `None` when the provider has no index

@@ -29,6 +29,15 @@ impl Kind {
         }
     }
 
+    /// The kind's index in per-kind tables.
+    fn slot(self) -> usize {
+        match self {
+            Kind::CodeSystem => 0,
+            Kind::ValueSet => 1,
+            Kind::ConceptMap => 2,
+        }
+    }
+
     /// The kind for a resource type name.
     pub fn from_name(name: &str) -> Option<Kind> {
         match name {
@@ -48,6 +57,8 @@ pub struct Registry {
     concept_maps: HashMap<String, Vec<Arc<Value>>>,
     /// Every resource in load order, for search and read by id.
     all: Vec<(Kind, Arc<Value>)>,
+    /// How many of `all` are of each kind (by `Kind::slot`): a search's total without a walk of them all.
+    counts: [usize; 3],
 }
 
 impl Registry {
@@ -83,12 +94,16 @@ impl Registry {
                 list.push(resource.clone());
             }
         }
+        let before = self.all.len();
         self.all.retain(|(k, r)| {
             !(*k == kind
                 && r["url"] == resource["url"]
                 && r["version"].as_str() == version.as_deref())
         });
+        // Only resources of this kind were replaced.
+        self.counts[kind.slot()] -= before - self.all.len();
         self.all.push((kind, resource));
+        self.counts[kind.slot()] += 1;
         true
     }
 
@@ -100,6 +115,11 @@ impl Registry {
     /// Whether the registry is empty.
     pub fn is_empty(&self) -> bool {
         self.all.is_empty()
+    }
+
+    /// How many resources of `kind` are held.
+    pub fn count(&self, kind: Kind) -> usize {
+        self.counts[kind.slot()]
     }
 
     /// Every resource of `kind`, in load order.

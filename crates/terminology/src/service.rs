@@ -24,7 +24,8 @@ pub(crate) const MAX_SEARCH_COUNT: usize = 1000;
 pub struct Config {
     /// The largest expansion returned without paging (`count`); larger ones are refused as too costly.
     pub max_expansion: usize,
-    /// Evaluated value sets kept for later `$expand` requests with the same parameters (0: no cache).
+    /// Evaluated value sets kept for later `$expand` requests with the same parameters, and four times as many
+    /// answers of the fast path (0: neither).
     pub expansion_cache_entries: usize,
     /// The byte budget of that cache (estimated from the codes held).
     pub expansion_cache_bytes: usize,
@@ -72,7 +73,10 @@ pub struct Terminology {
     /// Evaluated value sets of earlier expansions. The content is fixed once served (registry and providers
     /// are never changed after start), so an entry is stale only if the request brought content of its own,
     /// and such requests are never cached.
-    expansions: crate::expansion::ExpansionCache,
+    pub(crate) expansions: crate::expansion::ExpansionCache,
+    /// The text of recent answers of the fast path's expansions (without their identifier and timestamp), by
+    /// value set and parameters; bounded by the same bytes, disabled with it.
+    pub(crate) expansion_texts: crate::expansion::TextCache,
 }
 
 impl Default for Terminology {
@@ -96,6 +100,12 @@ impl Terminology {
     ) -> Self {
         let expansions =
             crate::cache::Lru::new(config.expansion_cache_entries, config.expansion_cache_bytes);
+        // Answers are a few kB: four times the entries, so that a typeahead's working set of text filters (the
+        // bench's 1,214 prefixes) fits, which a least-recently-used cache cycled through does not.
+        let expansion_texts = crate::cache::Lru::new(
+            4 * config.expansion_cache_entries,
+            config.expansion_cache_bytes,
+        );
         // Grammar-based code systems (UCUM) need no content: every service answers for them.
         let providers = crate::builtin::builtin_providers(&registry, data);
         let provider_systems = providers.iter().map(|p| p.code_system()).collect();
@@ -105,6 +115,7 @@ impl Terminology {
             providers,
             provider_systems,
             expansions,
+            expansion_texts,
         }
     }
 
@@ -190,7 +201,7 @@ impl Terminology {
         }
     }
 
-    fn context(&self, params: &Params, accept_language: Option<&str>) -> Ctx<'_> {
+    pub(crate) fn context(&self, params: &Params, accept_language: Option<&str>) -> Ctx<'_> {
         let mut overlay = Registry::new();
         for r in params.resources("tx-resource") {
             overlay.add(r.clone());
@@ -206,7 +217,7 @@ impl Terminology {
     }
 
     /// A context over the server's resources with the request's own (`overlay`) and its options.
-    fn context_of(&self, overlay: Registry, opts: Options) -> Ctx<'_> {
+    pub(crate) fn context_of(&self, overlay: Registry, opts: Options) -> Ctx<'_> {
         Ctx {
             base: &self.registry,
             overlay,
@@ -444,7 +455,11 @@ fn validation_language(
 
 /// Parameters an expansion takes without the request stating them: the display language of the
 /// Accept-Language header, then the value set's own `valueset-expansion-parameter`s. They are echoed.
-fn expansion_defaults(ctx: &Ctx<'_>, params: &Params, accept_language: Option<&str>) -> Vec<Value> {
+pub(crate) fn expansion_defaults(
+    ctx: &Ctx<'_>,
+    params: &Params,
+    accept_language: Option<&str>,
+) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     let stated =
         |out: &[Value], name: &str| params.has(name) || out.iter().any(|p| p["name"] == name);

@@ -261,6 +261,110 @@ async fn single_code_gets_answer_as_the_general_path() {
     assert_eq!(count("{id}", "2xx") + count("{id}", "4xx"), 0, "{metrics}");
 }
 
+/// An expansion's text with its identifier and timestamp (new for every answer) blanked, in JSON or XML.
+fn without_instance(text: &str) -> String {
+    let mut out = text.to_string();
+    // In JSON and in XML.
+    for key in ["urn:uuid:", r#""timestamp":""#, r#"<timestamp value=""#] {
+        if let Some(at) = out.find(key) {
+            let start = at + key.len();
+            let stop = start + out[start..].find('"').unwrap();
+            out.replace_range(start..stop, "-");
+        }
+    }
+    out
+}
+
+/// Expansions by URL (with `count`, `offset`, `filter`) and searches are answered by the lane, as the router
+/// answers them: same status, content type and body (an expansion's identifier and timestamp aside), errors and
+/// XML left to the router, and each counted under its route's series.
+#[tokio::test]
+async fn expansions_and_searches_answer_as_the_router() {
+    let state = state();
+    let queries = [
+        (
+            "ValueSet/$expand?url=http://example.org/reds",
+            StatusCode::OK,
+        ),
+        (
+            "ValueSet/$expand?url=http%3A%2F%2Fexample.org%2Freds&count=1&offset=1",
+            StatusCode::OK,
+        ),
+        (
+            "ValueSet/$expand?url=http://example.org/reds&filter=dark&count=10",
+            StatusCode::OK,
+        ),
+        (
+            "ValueSet/$expand?url=http://example.org/reds&_format=xml",
+            StatusCode::OK,
+        ),
+        (
+            "ValueSet/$expand?url=http://example.org/nothing",
+            StatusCode::NOT_FOUND,
+        ),
+        ("ValueSet?url=http://example.org/reds", StatusCode::OK),
+        ("ValueSet?_count=10&_summary=true", StatusCode::OK),
+        (
+            "CodeSystem?url=http://example.org/colours&_elements=name",
+            StatusCode::OK,
+        ),
+        (
+            "ValueSet?url=http://example.org/reds&_format=xml",
+            StatusCode::OK,
+        ),
+        ("Unknown?url=x", StatusCode::NOT_FOUND),
+    ];
+    for (query, status) in queries {
+        let uri = format!("/fhir/{query}");
+        let get = || Request::get(&uri).body(Body::empty()).unwrap();
+        let lane = crate::send(server::app(state.clone()), get()).await;
+        let routed = crate::send(server::router(state.clone()), get()).await;
+        assert_eq!(lane.0, status, "{query}: {}", lane.2);
+        assert_eq!((lane.0, &lane.1), (routed.0, &routed.1), "{query}");
+        assert_eq!(
+            without_instance(&lane.2),
+            without_instance(&routed.2),
+            "{query}"
+        );
+        if status == StatusCode::OK && !query.contains("xml") {
+            assert_eq!(lane.1, "application/fhir+json", "{query}");
+            let _: Value = serde_json::from_str(&lane.2).unwrap();
+        }
+    }
+    // The lane's answers are the expansions' and searches' own.
+    let (_, _, body) = crate::get(
+        server::app(state.clone()),
+        "/fhir/ValueSet/$expand?url=http://example.org/reds&count=1",
+    )
+    .await;
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["expansion"]["total"], 2, "{v}");
+    assert_eq!(
+        v["expansion"]["contains"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+    assert_eq!(
+        v["expansion"]["contains"][0]["system"], "http://example.org/colours",
+        "{v}"
+    );
+    let (_, _, metrics) = crate::get(server::app(state), "/metrics").await;
+    let count = |route: &str, status: &str| {
+        let series = format!(
+            r#"thoth_http_requests_total{{method="GET",route="{route}",status="{status}"}} "#
+        );
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .map_or(0, |n| n.parse::<usize>().unwrap())
+    };
+    // Each query twice (the lane and the router), one expansion more.
+    assert_eq!(count("/fhir/{type}/$expand", "2xx"), 2 * 4 + 1, "{metrics}");
+    assert_eq!(count("/fhir/{type}/$expand", "4xx"), 2, "{metrics}");
+    assert_eq!(count("/fhir/{type}", "2xx"), 2 * 4, "{metrics}");
+    assert_eq!(count("/fhir/{type}", "4xx"), 2, "{metrics}");
+}
+
 /// A server with a code system of 2,500 codes, a value set of all of them, and 1,200 value sets more.
 fn large_app() -> server::App {
     let mut registry = terminology::Registry::new();

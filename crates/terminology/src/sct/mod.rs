@@ -846,6 +846,11 @@ impl CodeSystemProvider for SnomedProvider {
         Some(self.store.default_term(idx).map(str::to_string))
     }
 
+    fn expansion_display(&self, code: &str) -> Option<Option<String>> {
+        // An active concept compiles to its display and `inactive = false`, which an expansion does not show.
+        self.plain_display(code)
+    }
+
     fn code_notes(&self, code: &str) -> Vec<Issue> {
         if is_plain_id(code) {
             return Vec::new();

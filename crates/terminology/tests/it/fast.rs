@@ -456,9 +456,31 @@ fn the_fast_path_leaves_other_shapes_to_the_general_path() {
             ]),
             None,
         ),
+        // An expansion with designations, a display language, a version, or named by `url|version`.
+        (
+            Operation::Expand,
+            q(&[
+                ("url", &format!("{SCT}?fhir_vs=isa/404684003")),
+                ("includeDesignations", "true"),
+            ]),
+            None,
+        ),
         (
             Operation::Expand,
             q(&[("url", &format!("{SCT}?fhir_vs=isa/404684003"))]),
+            Some("en"),
+        ),
+        (
+            Operation::Expand,
+            q(&[
+                ("url", "http://hl7.org/fhir/ValueSet/observation-status"),
+                ("displayLanguage", "de"),
+            ]),
+            None,
+        ),
+        (
+            Operation::Expand,
+            q(&[("url", "http://loinc.org/vs|2.82"), ("count", "10")]),
             None,
         ),
     ] {
@@ -473,4 +495,284 @@ fn the_fast_path_leaves_other_shapes_to_the_general_path() {
         f.tx.run_fast(Operation::Lookup, &with_format, None)
             .is_some()
     );
+}
+
+/// An expansion's text with its identifier and timestamp (new for every answer) blanked.
+fn without_instance(text: &str) -> String {
+    let mut out = text.to_string();
+    for (key, len) in [
+        (r#""identifier":"urn:uuid:"#, Some(36)),
+        (r#""timestamp":""#, None),
+    ] {
+        let Some(at) = out.find(key) else { continue };
+        let start = at + key.len();
+        let end = match len {
+            Some(n) => start + n,
+            None => start + out[start..].find('"').unwrap(),
+        };
+        out.replace_range(start..end, "-");
+    }
+    out
+}
+
+/// Runs the expansion `query` both ways in `tx` and compares the answers but for their identifier and
+/// timestamp; `fast_first` runs the fast path first, so that it is the one to evaluate the value set (and fill
+/// the expansion cache) as often as the general path is.
+fn same_expansion(tx: &Terminology, query: &[(&str, &str)], fast_first: bool, tally: &mut Tally) {
+    let query: Vec<(String, String)> = query
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let general = || tx.run(Operation::Expand, &Params::from_query(&query), None);
+    let (general, fast) = if fast_first {
+        let f = tx.run_fast(Operation::Expand, &query, None);
+        (general(), f)
+    } else {
+        let g = general();
+        (g, tx.run_fast(Operation::Expand, &query, None))
+    };
+    tally.asked += 1;
+    match (general, fast) {
+        (Ok(g), Some(f)) => {
+            tally.fast += 1;
+            let f = String::from_utf8(f).unwrap();
+            let parsed: Value = serde_json::from_str(&f).unwrap();
+            assert!(
+                parsed["expansion"]["identifier"]
+                    .as_str()
+                    .is_some_and(|i| i.starts_with("urn:uuid:") && i.len() == 45),
+                "{f}"
+            );
+            assert_eq!(
+                without_instance(&f),
+                without_instance(&serde_json::to_string(&g).unwrap()),
+                "{query:?}: the fast path expands differently"
+            );
+            // Again: a value set of the registry is answered from the text of the first answer, with an
+            // identifier of its own.
+            let again =
+                String::from_utf8(tx.run_fast(Operation::Expand, &query, None).unwrap()).unwrap();
+            assert_eq!(
+                without_instance(&again),
+                without_instance(&f),
+                "{query:?}: again"
+            );
+            assert_ne!(
+                again[..again.find(r#"","timestamp""#).unwrap()],
+                f[..f.find(r#"","timestamp""#).unwrap()],
+                "{query:?}: the same identifier twice"
+            );
+        }
+        (Ok(_), None) => {}
+        (Err(e), Some(f)) => panic!(
+            "{query:?}: the general path fails ({e}) but the fast path answers {}",
+            String::from_utf8_lossy(&f)
+        ),
+        (Err(_), None) => {}
+    }
+}
+
+/// A prefix of the first word of each display among the expansion's codes (3-6 letters, as typed).
+fn prefixes_of(answer: &Value, n: usize) -> Vec<String> {
+    fn walk(list: &Value, out: &mut Vec<String>) {
+        for c in list.as_array().into_iter().flatten() {
+            if let Some(word) = c["display"]
+                .as_str()
+                .and_then(|d| d.split(|ch: char| !ch.is_alphanumeric()).next())
+            {
+                let word: String = word.chars().take(3 + out.len() % 4).collect();
+                if word.chars().count() >= 3 && !out.contains(&word.to_lowercase()) {
+                    out.push(word.to_lowercase());
+                }
+            }
+            walk(&c["contains"], out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&answer["expansion"]["contains"], &mut out);
+    out.truncate(n);
+    out
+}
+
+/// `ValueSet/$expand` by GET with `count`, `offset` and `filter`, by both paths over the conformance content:
+/// the implicit SNOMED CT value sets of the subset (`isa/`, `ecl/`, all of SNOMED CT, refsets) with text
+/// filters taken from their displays, and every value set of the two FHIR packages, whole, paged and
+/// filtered. Equal text but for the identifier and timestamp, a decline where the general path fails.
+#[test]
+fn the_fast_path_expands_as_the_general_path() {
+    let f = fixture();
+    let mut t = Tally::default();
+    let mut urls: Vec<String> = [
+        "404684003",
+        "138875005",
+        "71388002",
+        "123037004",
+        "363787002",
+        "999999999",
+    ]
+    .iter()
+    .map(|c| format!("{SCT}?fhir_vs=isa/{c}"))
+    .collect();
+    urls.extend(
+        [
+            "<< 404684003 : 363698007 = << 123037004",
+            "< 71388002",
+            "<< 404684003 |Clinical finding|",
+            "^ 900000000000497000",
+            "<< 404684003 : 999999999 = *",
+            "not ecl",
+        ]
+        .map(|e| format!("{SCT}?fhir_vs=ecl/{e}")),
+    );
+    urls.push(format!("{SCT}?fhir_vs"));
+    urls.push(format!("{SCT}?fhir_vs=refset"));
+    let mut n = 0usize;
+    for url in &urls {
+        let first = f.tx.run(
+            Operation::Expand,
+            &Params::from_query(&[
+                ("url".to_string(), url.clone()),
+                ("count".to_string(), "100".to_string()),
+            ]),
+            None,
+        );
+        let prefixes = first.map(|a| prefixes_of(&a, 12)).unwrap_or_default();
+        let mut queries: Vec<Vec<(&str, &str)>> = vec![
+            vec![("url", url), ("count", "10")],
+            vec![("url", url), ("count", "10"), ("offset", "10")],
+            vec![("url", url), ("count", "100")],
+            vec![("url", url), ("count", "0")],
+            vec![("url", url), ("offset", "5"), ("count", "7")],
+            vec![("url", url), ("count", "10"), ("filter", "zzzq")],
+            vec![("url", url), ("count", "10"), ("filter", "12")],
+        ];
+        for p in &prefixes {
+            queries.push(vec![("url", url), ("count", "10"), ("filter", p)]);
+        }
+        for q in &queries {
+            n += 1;
+            same_expansion(&f.tx, q, n.is_multiple_of(2), &mut t);
+        }
+    }
+    assert_mostly_fast("SNOMED CT implicit value sets", &t, 0.7);
+
+    // Every value set of the two packages, with the code systems they name where the packages have them (and
+    // SNOMED CT's subset, LOINC's).
+    let mut registry = crate::both_packages();
+    let loinc_dir = tempfile::tempdir().unwrap();
+    let loinc_path = loinc_dir.path().join("loinc.store");
+    import_loinc_store(
+        &shared().join("tx-ecosystem/tx-source/loinc"),
+        Some("2.82"),
+        &loinc_path,
+    )
+    .unwrap();
+    let loinc = LoincProvider::open(&loinc_path).unwrap();
+    for r in loinc.resources() {
+        registry.add(r);
+    }
+    let store =
+        f.tx.providers()
+            .iter()
+            .find(|p| p.system() == SCT)
+            .cloned()
+            .unwrap();
+    let mut urls: Vec<String> = registry
+        .resources(Kind::ValueSet)
+        .filter_map(|vs| vs["url"].as_str().map(str::to_string))
+        .collect();
+    urls.sort();
+    urls.dedup();
+    let tx = Terminology::new(registry, Config::default())
+        .with_provider(store)
+        .with_provider(loinc);
+    let (mut whole, mut paged) = (Tally::default(), Tally::default());
+    for url in &urls {
+        let first = tx.run(
+            Operation::Expand,
+            &Params::from_query(&[
+                ("url".to_string(), url.clone()),
+                ("count".to_string(), "50".to_string()),
+            ]),
+            None,
+        );
+        let prefixes = first.map(|a| prefixes_of(&a, 2)).unwrap_or_default();
+        n += 1;
+        same_expansion(&tx, &[("url", url)], n.is_multiple_of(2), &mut whole);
+        let mut queries: Vec<Vec<(&str, &str)>> = vec![
+            vec![("url", url), ("count", "10")],
+            vec![("url", url), ("offset", "3"), ("count", "5")],
+            vec![("url", url), ("offset", "2")],
+        ];
+        for p in &prefixes {
+            queries.push(vec![("url", url), ("filter", p)]);
+            queries.push(vec![("url", url), ("count", "10"), ("filter", p)]);
+        }
+        for q in &queries {
+            n += 1;
+            same_expansion(&tx, q, n.is_multiple_of(2), &mut paged);
+        }
+    }
+    assert!(whole.asked > 3000, "{} package value sets", whole.asked);
+    assert_mostly_fast("package value sets, whole", &whole, 0.5);
+    assert_mostly_fast("package value sets, paged and filtered", &paged, 0.5);
+}
+
+/// `search_text` (what the HTTP lane answers GET searches with) against `search`'s Bundle, over the two
+/// packages: by canonical URL (every value set's, code system's and concept map's, and unknown ones), the
+/// catalogue pages, summaries, element lists, counts past the largest page, and the other search parameters.
+#[test]
+fn search_text_is_the_search_bundle() {
+    let tx = Terminology::new(crate::both_packages(), Config::default());
+    let q = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let mut queries: Vec<(Kind, Vec<(String, String)>)> = Vec::new();
+    for kind in [Kind::ValueSet, Kind::CodeSystem, Kind::ConceptMap] {
+        let urls: Vec<String> = tx
+            .registry()
+            .resources(kind)
+            .filter_map(|r| r["url"].as_str().map(str::to_string))
+            .collect();
+        assert!(!urls.is_empty());
+        for (n, url) in urls.iter().enumerate() {
+            queries.push((kind, q(&[("url", url)])));
+            if n.is_multiple_of(7) {
+                queries.push((kind, q(&[("url", url), ("_summary", "true")])));
+                queries.push((kind, q(&[("url", url), ("version", "4.0.1")])));
+                queries.push((kind, q(&[("_elements", "url,name"), ("url", url)])));
+            }
+        }
+        for pairs in [
+            &[("url", "http://example.org/nothing")][..],
+            &[("url", "")],
+            &[],
+            &[("_count", "10"), ("_summary", "true")],
+            &[("_summary", "true"), ("_count", "10"), ("_offset", "20")],
+            &[("_count", "0")],
+            &[("_count", "5000")],
+            &[("_count", "5000"), ("_summary", "count")],
+            &[("_summary", "count")],
+            &[("_count", "x"), ("_offset", "y")],
+            &[("_offset", "999999")],
+            &[("name", "obs"), ("_count", "10")],
+            &[("title", "Observation")],
+            &[("status", "active"), ("_count", "3")],
+            &[("system", "http://loinc.org"), ("_count", "10")],
+            &[("_id", "observation-status")],
+            &[("_elements", "name"), ("_count", "3")],
+            &[("other", "x"), ("_count", "2")],
+        ] {
+            queries.push((kind, q(pairs)));
+        }
+    }
+    for (kind, query) in &queries {
+        let value = serde_json::to_string(&tx.search(*kind, query, "/fhir")).unwrap();
+        let text = String::from_utf8(tx.search_text(*kind, query, "/fhir")).unwrap();
+        assert_eq!(text, value, "{kind:?} {query:?}");
+    }
+    assert!(queries.len() > 3000, "{} searches", queries.len());
 }
