@@ -56,6 +56,9 @@ impl App {
         let tx = self.state.terminology.as_ref()?;
         let query = req.uri().query().unwrap_or_default();
         let pairs: Vec<_> = form_urlencoded::parse(query.as_bytes()).collect();
+        if !bounded(&target, &pairs) {
+            return None;
+        }
         let answer = match target {
             Target::Operation(op) => {
                 let language = req
@@ -67,6 +70,28 @@ impl App {
             Target::Search(kind) => tx.search_text(kind, &pairs, "/fhir"),
         };
         Some(([("content-type", "application/fhir+json")], answer).into_response())
+    }
+}
+
+/// Whether the lane's work for this request is bounded by construction, so that it may run on the HTTP thread
+/// (whose other connections wait meanwhile). Not so: an expansion of an ECL implicit value set, whose first
+/// evaluation may take up to the ECL budget (seconds), and a search by anything but URL or the catalogue page
+/// (a scan of every resource of the type). The router runs those off the HTTP threads (`offload`).
+fn bounded(
+    target: &Target,
+    pairs: &[(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)],
+) -> bool {
+    match target {
+        Target::Operation(terminology::Operation::Expand) => !pairs
+            .iter()
+            .any(|(k, v)| k == "url" && v.contains("fhir_vs=ecl")),
+        Target::Operation(_) => true,
+        Target::Search(_) => pairs.iter().all(|(k, _)| {
+            matches!(
+                k.as_ref(),
+                "url" | "version" | "_count" | "_summary" | "_offset" | "_format"
+            )
+        }),
     }
 }
 
