@@ -34,6 +34,6 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 "$THOTH" --data "$DATA" serve --offline --http 127.0.0.1:$HTTP --mllp 127.0.0.1:$MLLP >"$WORK/serve.log" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$HTTP/healthz" >/dev/null && break; sleep 0.2; done
-curl -sf "http://127.0.0.1:$HTTP/healthz" >/dev/null || { echo "server did not start; see $WORK/serve.log" >&2; exit 1; }
+for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$HTTP/readyz" >/dev/null && break; sleep 0.2; done
+curl -sf "http://127.0.0.1:$HTTP/readyz" >/dev/null || { echo "server did not start; see $WORK/serve.log" >&2; exit 1; }
 python3 bench/hostile/load.py --pid $PID --http $HTTP --mllp $MLLP --cores "$(nproc)" "${CASES:-fuzzy idle methods view ecl}"

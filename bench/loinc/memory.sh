@@ -18,7 +18,7 @@ HTTP=$(port); MLLP=$(port)
 START=$(date +%s.%N)
 "$THOTH" --data "$WORK/data" serve --offline --http 127.0.0.1:$HTTP --mllp 127.0.0.1:$MLLP 2>"$WORK/serve.log" &
 SPID=$!
-until curl -sf "http://127.0.0.1:$HTTP/healthz" >/dev/null; do sleep 0.5; done
+until curl -sf "http://127.0.0.1:$HTTP/readyz" >/dev/null; do sleep 0.5; done
 echo "serve ready after $(echo "$(date +%s.%N) - $START" | bc) s"
 grep -E "VmHWM|VmRSS" /proc/$SPID/status
 # A few LOINC answers from the store (lookup, validation, membership of http://loinc.org/vs), then the memory again.

@@ -36,7 +36,7 @@ echo "== serve"
 RUST_LOG=info "$THOTH" --data "$DATA" serve --offline --http 127.0.0.1:$PORT --mllp 127.0.0.1:$MLLP_PORT >"$WORK/serve.log" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
 grep -o "SNOMED CT store open.*" "$WORK/serve.log" || true
 echo "RSS after open: $(ps -o rss= -p $PID) KiB"
 

@@ -56,8 +56,8 @@ fi
 "${SERVER_ON[@]}" "$THOTH" --data "$DATA" serve --offline --http 127.0.0.1:$PORT --mllp 127.0.0.1:$MLLP_PORT "${SERVE_ARGS[@]}" >"$WORK/serve.log" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
-curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null || { echo "server did not start; see $WORK/serve.log" >&2; exit 1; }
+for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.2; done
+curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null || { echo "server did not start; see $WORK/serve.log" >&2; exit 1; }
 
 # Pools, taken from the content itself (every 37th/53rd/101st row, up to 2,000 entries like Hades's pools).
 SCT=http://snomed.info/sct

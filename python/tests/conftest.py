@@ -72,7 +72,7 @@ def server(snomed_data_dir):
         deadline = time.monotonic() + 60
         while True:
             try:
-                with urllib.request.urlopen(base + "/healthz", timeout=2):
+                with urllib.request.urlopen(base + "/readyz", timeout=2):
                     break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:

@@ -8,7 +8,7 @@
 //! `--perf-only --data DIR` serves an existing data directory instead (the full-scale synthetic release, say) and
 //! only measures: first load, time to interactive, search keystroke to results.
 
-use crate::tx_conformance::{import_loinc, import_snomed, prepare_data, wait_healthy};
+use crate::tx_conformance::{import_loinc, import_snomed, prepare_data, wait_ready};
 use anyhow::{Context, bail};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -112,8 +112,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         .spawn()
         .with_context(|| format!("starting {}", exe.display()))?;
     let result = (|| {
-        wait_healthy(http, Duration::from_secs(300))?;
-        wait_healthy(auth_http, Duration::from_secs(300))?;
+        wait_ready(http, Duration::from_secs(300))?;
+        wait_ready(auth_http, Duration::from_secs(300))?;
         let mut test = Command::new("python3");
         test.arg(root.join("crates/server/tests/console/test_console.py"))
             .args(["--url", &format!("http://127.0.0.1:{http}")])

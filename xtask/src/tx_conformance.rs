@@ -83,7 +83,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         .spawn()
         .with_context(|| format!("starting {}", exe.display()))?;
     let result = (|| {
-        wait_healthy(port, Duration::from_secs(120))?;
+        wait_ready(port, Duration::from_secs(120))?;
         let out_dir = target.join("tx-conformance/out");
         let _ = std::fs::remove_dir_all(&out_dir);
         let started = Instant::now();
@@ -205,18 +205,20 @@ pub(crate) fn import_snomed(exe: &Path, shared: &Path, data: &Path) -> anyhow::R
     Ok(())
 }
 
-pub(crate) fn wait_healthy(port: u16, limit: Duration) -> anyhow::Result<()> {
+/// Waits until `thoth serve` on `port` is ready: `/readyz` answers 200 once its stores are open (`/healthz`
+/// answers as soon as it listens, before the load).
+pub(crate) fn wait_ready(port: u16, limit: Duration) -> anyhow::Result<()> {
     let start = Instant::now();
     while start.elapsed() < limit {
         if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
-            let _ = s.write_all(b"GET /healthz HTTP/1.0\r\n\r\n");
+            let _ = s.write_all(b"GET /readyz HTTP/1.0\r\n\r\n");
             let mut buf = String::new();
             let _ = s.read_to_string(&mut buf);
-            if buf.contains("200") {
+            if buf.starts_with("HTTP/1.0 200") || buf.starts_with("HTTP/1.1 200") {
                 return Ok(());
             }
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    bail!("thoth did not answer /healthz on port {port} within {limit:?}")
+    bail!("thoth was not ready (/readyz) on port {port} within {limit:?}")
 }
