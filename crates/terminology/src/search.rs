@@ -32,31 +32,7 @@ impl Terminology {
         let offset: usize = get("_offset").and_then(|c| c.parse().ok()).unwrap_or(0);
         let summary = get("_summary");
         let elements: Option<Vec<&str>> = get("_elements").map(|e| e.split(',').collect());
-        let text_match = |r: &Value, field: &str, want: &str| {
-            r[field]
-                .as_str()
-                .is_some_and(|v| v.to_lowercase().starts_with(&want.to_lowercase()))
-        };
-        let matches = |r: &Value| {
-            query.iter().all(|(k, v)| {
-                let v = v.as_ref();
-                match k.as_ref() {
-                    "url" => r["url"] == v,
-                    "version" => r["version"] == v,
-                    "_id" => r["id"] == v,
-                    "status" => r["status"] == v,
-                    "name" => text_match(r, "name", v),
-                    "title" => text_match(r, "title", v),
-                    "system" => {
-                        r["url"] == v
-                            || r["compose"]["include"]
-                                .as_array()
-                                .is_some_and(|a| a.iter().any(|i| i["system"] == v))
-                    }
-                    _ => true,
-                }
-            })
-        };
+        let matches = |r: &Value| crate::service::search_matches(r, query);
         let registry = self.registry();
         // The resources of `kind` with that URL, in load order: the registry keeps each URL's versions in the
         // order they were loaded, as it keeps all resources.

@@ -85,6 +85,35 @@ impl Default for Terminology {
     }
 }
 
+/// Whether resource `r` passes every search parameter of `query` (`url`, `version`, `_id`, `status` exactly;
+/// `name` and `title` by case-blind prefix; `system` as the URL or an included system; the rest are paging and
+/// shaping parameters). The one rule of both search paths ([`Terminology::search`] and the fast path's text).
+pub(crate) fn search_matches<K: AsRef<str>, V: AsRef<str>>(r: &Value, query: &[(K, V)]) -> bool {
+    let text_match = |field: &str, want: &str| {
+        r[field]
+            .as_str()
+            .is_some_and(|v| v.to_lowercase().starts_with(&want.to_lowercase()))
+    };
+    query.iter().all(|(k, v)| {
+        let v = v.as_ref();
+        match k.as_ref() {
+            "url" => r["url"] == v,
+            "version" => r["version"] == v,
+            "_id" => r["id"] == v,
+            "status" => r["status"] == v,
+            "name" => text_match("name", v),
+            "title" => text_match("title", v),
+            "system" => {
+                r["url"] == v
+                    || r["compose"]["include"]
+                        .as_array()
+                        .is_some_and(|a| a.iter().any(|i| i["system"] == v))
+            }
+            _ => true,
+        }
+    })
+}
+
 impl Terminology {
     /// A service over `registry`, with the built-in code systems as far as they need no data files.
     pub fn new(registry: Registry, config: Config) -> Self {
@@ -285,31 +314,10 @@ impl Terminology {
         let offset: usize = get("_offset").and_then(|c| c.parse().ok()).unwrap_or(0);
         let summary = get("_summary");
         let elements: Option<Vec<&str>> = get("_elements").map(|e| e.split(',').collect());
-        let text_match = |r: &Value, field: &str, want: &str| {
-            r[field]
-                .as_str()
-                .is_some_and(|v| v.to_lowercase().starts_with(&want.to_lowercase()))
-        };
         let matches: Vec<&std::sync::Arc<Value>> = self
             .registry
             .resources(kind)
-            .filter(|r| {
-                query.iter().all(|(k, v)| match k.as_str() {
-                    "url" => r["url"] == v.as_str(),
-                    "version" => r["version"] == v.as_str(),
-                    "_id" => r["id"] == v.as_str(),
-                    "status" => r["status"] == v.as_str(),
-                    "name" => text_match(r, "name", v),
-                    "title" => text_match(r, "title", v),
-                    "system" => {
-                        r["url"] == v.as_str()
-                            || r["compose"]["include"]
-                                .as_array()
-                                .is_some_and(|a| a.iter().any(|i| i["system"] == v.as_str()))
-                    }
-                    _ => true,
-                })
-            })
+            .filter(|r| search_matches(r, query))
             .collect();
         let total = matches.len();
         let entries: Vec<Value> = if summary == Some("count") {
