@@ -681,6 +681,12 @@ fn provider_page(
                 .collect()
         })
         .flatten();
+    let ev = crate::expand::Evaluated {
+        used_cs: vec![cs.versioned_url()],
+        versions_match: crate::expand::versions_match(vs),
+        unclosed: page.unclosed,
+        ..Default::default()
+    };
     if let Some(displays) = displays {
         let entries = page
             .codes
@@ -698,12 +704,6 @@ fn provider_page(
                 show_version: false,
             })
             .collect();
-        let ev = crate::expand::Evaluated {
-            used_cs: vec![cs.versioned_url()],
-            versions_match: crate::expand::versions_match(vs),
-            unclosed: page.unclosed,
-            ..Default::default()
-        };
         return Ok(Some((ev, entries, page.total)));
     }
     let compiled = ctx.compile(&cs, &codes, detail);
@@ -724,12 +724,6 @@ fn provider_page(
             })
         })
         .collect();
-    let ev = crate::expand::Evaluated {
-        used_cs: vec![cs.versioned_url()],
-        versions_match: crate::expand::versions_match(vs),
-        unclosed: page.unclosed,
-        ..Default::default()
-    };
     Ok(Some((ev, entries, page.total)))
 }
 
