@@ -30,9 +30,12 @@ where
         ))
         .into());
     };
-    let result = tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| ApiError::Internal(format!("request task failed: {e}")))?;
-    drop(permit);
-    result
+    // The place is held by the work itself, not by this future: a client that goes away cancels the wait, not
+    // the work, which keeps its place until it is done.
+    tokio::task::spawn_blocking(move || {
+        let _place = permit;
+        work()
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("request task failed: {e}")))?
 }
