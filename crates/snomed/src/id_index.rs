@@ -13,7 +13,7 @@ use bytemuck::{Pod, Zeroable};
 /// One slot: an id and its row, four to a cache line.
 #[derive(Clone, Copy, Pod, Zeroable)]
 #[repr(C)]
-struct Slot {
+pub(crate) struct Slot {
     /// The concept id; [`EMPTY`] for a free slot.
     id: u64,
     row: u32,
@@ -56,6 +56,39 @@ impl IdIndex {
             slots: HugeTable::from_slice(&slots)?,
             mask,
         })
+    }
+
+    /// The index kept in `slots` (read from a store's tables file), checked against `ids`, the concept table's
+    /// ids in row order: every slot names a row holding its id, every id resolves to its first row, and the
+    /// table has the free slots that end every probe. `None` when any of that is false.
+    pub(crate) fn from_slots(slots: HugeTable<Slot>, ids: &[u64]) -> Option<IdIndex> {
+        let len = slots.rows().len();
+        if !len.is_power_of_two() || 2 * len < 3 * ids.len() {
+            return None;
+        }
+        let index = IdIndex {
+            slots,
+            mask: len - 1,
+        };
+        let rows = index.slots.rows();
+        let used = rows.iter().filter(|s| s.id != EMPTY).count();
+        let slots_agree = rows
+            .iter()
+            .all(|s| s.id == EMPTY || ids.get(s.row as usize).is_some_and(|&id| id == s.id));
+        // With a free slot left, `get` always ends; then each id must be found at its first row.
+        let ids_agree = used < len
+            && ids.iter().enumerate().all(|(row, &id)| {
+                id == EMPTY
+                    || index.get(id).is_some_and(|r| {
+                        r as usize == row || ids.get(r as usize) == Some(&id) && (r as usize) < row
+                    })
+            });
+        (slots_agree && ids_agree).then_some(index)
+    }
+
+    /// The slots, to be written into a store's tables file.
+    pub(crate) fn slots(&self) -> &[Slot] {
+        self.slots.rows()
     }
 
     /// The row of `id`, if the table has it.

@@ -95,7 +95,10 @@ pub fn import_with(
     let tmp = root.join(format!(".{name}.tmp"));
     let dir = root.join(&name);
     let result = build::build(rows, releases, &tmp, progress);
-    let manifest = match result.and_then(|m| label(m, &tmp, options)) {
+    let manifest = match result
+        .and_then(|m| label(m, &tmp, options))
+        .and_then(|m| write_tables(&tmp).map(|()| m))
+    {
         Ok(m) => m,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&tmp);
@@ -111,6 +114,16 @@ pub fn import_with(
         seconds: started.elapsed().as_secs_f64(),
         store_bytes,
     })
+}
+
+/// Opens the store built in `dir` and writes its concept cards and id index beside it (`tables.bin`), so that
+/// every process that opens it maps them instead of building them.
+fn write_tables(dir: &Path) -> Result<(), ImportError> {
+    let store = crate::Store::open(dir)
+        .map_err(|e| ImportError::Index(format!("reopening the store: {e}")))?;
+    store
+        .write_tables()
+        .map_err(|e| ImportError::io(&dir.join(crate::store::TABLES_FILE), e))
 }
 
 /// Records the options in the manifest of the store being built (before it becomes visible).

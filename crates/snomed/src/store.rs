@@ -17,6 +17,8 @@ pub(crate) const CURRENT_FILE: &str = "CURRENT";
 pub(crate) const STORE_FILE: &str = "store.bin";
 pub(crate) const MANIFEST_FILE: &str = "manifest.json";
 pub(crate) const SEARCH_DIR: &str = "search";
+/// The concept cards and the id index, written at import beside `store.bin` (see [`TablesHeader`]).
+pub(crate) const TABLES_FILE: &str = "tables.bin";
 
 /// What a store holds: format version, the releases imported and counts. Written as `manifest.json`.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
@@ -314,6 +316,27 @@ struct ConceptCard {
     inline: [u8; CARD_INLINE],
 }
 
+/// The head of `tables.bin`: the concept cards (from byte 64, one per concept row) and then the id index's slots,
+/// both derived from `store.bin` at import. They used to be built at open in each process's own memory (~46 MiB
+/// at 370,000 concepts); in a file, the processes that open one store share their pages like the rest of it.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct TablesHeader {
+    magic: [u8; 8],
+    version: u32,
+    _pad: u32,
+    /// Rows of the concept table (and so cards).
+    concepts: u64,
+    /// Slots of the id index (a power of two).
+    slots: u64,
+    /// The length of the `store.bin` they were derived from: a tables file beside another store is refused.
+    store_len: u64,
+    _reserved: [u64; 3],
+}
+
+const TABLES_MAGIC: [u8; 8] = *b"THOTHTBL";
+const TABLES_VERSION: u32 = 1;
+
 /// The room left for a display in a 64-byte [`ConceptCard`]: enough for most preferred terms (in the conformance
 /// tests' International Edition subset the median active synonym has 25 bytes, and 85% have at most 44).
 const CARD_INLINE: usize = 64 - 20;
@@ -478,20 +501,114 @@ impl Store {
         };
         store.validate().map_err(|m| corrupt(&m))?;
         store.historical_refsets = store.find_historical_refsets();
-        let ids: Vec<u64> = store.concepts().iter().map(|c| c.id).collect();
-        store.by_id = IdIndex::build(&ids).map_err(io)?;
         store.default_refsets = store.sorted_default_refsets();
-        let cards: Vec<ConceptCard> = (0..store.concepts().len() as u32)
+        let ids: Vec<u64> = store.concepts().iter().map(|c| c.id).collect();
+        let tables_path = store.dir.join(TABLES_FILE);
+        match File::open(&tables_path) {
+            Ok(file) => {
+                let (cards, by_id) =
+                    store
+                        .map_tables(&file, &ids)
+                        .ok_or_else(|| OpenError::Corrupt {
+                            path: tables_path.clone(),
+                            message: "the concept cards or the id index disagree with store.bin"
+                                .to_string(),
+                        })?;
+                store.cards = cards;
+                store.by_id = by_id;
+            }
+            // A store imported before the tables were written at import: built here, in this process's memory.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                store.by_id = IdIndex::build(&ids).map_err(io)?;
+                store.cards = HugeTable::from_slice(&store.build_cards()).map_err(io)?;
+            }
+            Err(e) => {
+                return Err(OpenError::Io {
+                    path: tables_path,
+                    source: e,
+                });
+            }
+        }
+        Ok(store)
+    }
+
+    /// Each concept's card, computed from the store.
+    fn build_cards(&self) -> Vec<ConceptCard> {
+        (0..self.concepts().len() as u32)
             .map(|i| {
-                let found = store.find_preferred_synonym(ConceptIdx(i), &store.default_refsets);
+                let found = self.find_preferred_synonym(ConceptIdx(i), &self.default_refsets);
                 ConceptCard::new(
-                    store.concepts()[i as usize].id,
-                    found.map(|d| (d.idx, &store.descs()[d.idx.0 as usize], d.term)),
+                    self.concepts()[i as usize].id,
+                    found.map(|d| (d.idx, &self.descs()[d.idx.0 as usize], d.term)),
                 )
             })
-            .collect();
-        store.cards = HugeTable::from_slice(&cards).map_err(io)?;
-        Ok(store)
+            .collect()
+    }
+
+    /// The cards and the id index of `tables.bin`, mapped, after checking every row against the store: the
+    /// cards' inline texts are read as UTF-8 without a check later (see `card_term`), and an index that
+    /// disagreed with the concept table would answer for the wrong concept. `None` when anything disagrees.
+    fn map_tables(&self, file: &File, ids: &[u64]) -> Option<(HugeTable<ConceptCard>, IdIndex)> {
+        // SAFETY: as for `store.bin`, written once at import and never modified.
+        let map = std::sync::Arc::new(unsafe { Mmap::map(file) }.ok()?);
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        let header: TablesHeader =
+            bytemuck::try_pod_read_unaligned(map.get(..size_of::<TablesHeader>())?).ok()?;
+        let n = ids.len();
+        let cards_start = size_of::<TablesHeader>();
+        let slots_start = cards_start.checked_add(n.checked_mul(size_of::<ConceptCard>())?)?;
+        let slots = usize::try_from(header.slots).ok()?;
+        let expected_len =
+            slots_start.checked_add(slots.checked_mul(size_of::<crate::id_index::Slot>())?)?;
+        if header.magic != TABLES_MAGIC
+            || header.version != TABLES_VERSION
+            || header.concepts != n as u64
+            || header.store_len != self.mmap.len() as u64
+            || map.len() != expected_len
+        {
+            return None;
+        }
+        let cards = HugeTable::<ConceptCard>::in_file(map.clone(), cards_start, n)?;
+        let descs = self.descs().len();
+        let cards_agree = cards.rows().iter().zip(ids).all(|(card, &id)| {
+            card.id == id
+                && (card.row == u32::MAX
+                    || (card.row as usize) < descs
+                        && card
+                            .inline
+                            .get(..card.term_len as usize)
+                            .is_none_or(|text| std::str::from_utf8(text).is_ok()))
+        });
+        if !cards_agree {
+            return None;
+        }
+        let by_id = IdIndex::from_slots(HugeTable::in_file(map, slots_start, slots)?, ids)?;
+        Some((cards, by_id))
+    }
+
+    /// Writes `tables.bin` (see [`TablesHeader`]) into this store's directory, from the tables this process
+    /// holds; done once by the import, before the store becomes visible.
+    pub(crate) fn write_tables(&self) -> std::io::Result<()> {
+        use std::io::Write;
+        let header = TablesHeader {
+            magic: TABLES_MAGIC,
+            version: TABLES_VERSION,
+            _pad: 0,
+            concepts: self.cards.rows().len() as u64,
+            slots: self.by_id.slots().len() as u64,
+            store_len: self.mmap.len() as u64,
+            _reserved: [0; 3],
+        };
+        let path = self.dir.join(TABLES_FILE);
+        let file = File::create(&path)?;
+        let mut out = std::io::BufWriter::new(&file);
+        out.write_all(bytemuck::bytes_of(&header))?;
+        out.write_all(bytemuck::cast_slice(self.cards.rows()))?;
+        out.write_all(bytemuck::cast_slice(self.by_id.slots()))?;
+        out.flush()?;
+        drop(out);
+        file.sync_all()
     }
 
     /// Checks that the CSR arrays agree with their tables, so that accessors cannot index out of bounds.

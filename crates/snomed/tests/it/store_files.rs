@@ -255,3 +255,141 @@ fn a_zip_entry_declaring_a_huge_size_imports_from_its_real_bytes() {
         snomed::Store::open(&from_dir).unwrap().concept_count()
     );
 }
+
+/// Copies a store directory (its files and its search index), leaving out the files named in `skip`.
+fn copy_store(from: &std::path::Path, to: &std::path::Path, skip: &[&str]) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if skip.iter().any(|s| name == *s) {
+            continue;
+        }
+        if entry.file_type().unwrap().is_dir() {
+            copy_store(&entry.path(), &to.join(&name), &[]);
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_tables_written_at_import_answer_as_the_tables_built_at_open() {
+    let (tmp, mapped, _) = synthetic(3_000, 4);
+    let dir = mapped.dir().to_path_buf();
+    let tables = std::fs::metadata(dir.join("tables.bin")).expect("the import writes tables.bin");
+    // A header, a 64-byte card per concept, then at least one and a half 16-byte slots per concept.
+    let n = mapped.concept_count() as u64;
+    assert!(
+        tables.len() >= 64 + 64 * n + 24 * n,
+        "{} bytes",
+        tables.len()
+    );
+    // The same store without the file (as imported by an earlier version): its tables are built at open.
+    let copy = tmp.path().join("built");
+    copy_store(&dir, &copy, &["tables.bin"]);
+    let built = snomed::Store::open(&copy).unwrap();
+    let refsets = built.default_refsets();
+    let mut with_term = 0;
+    for i in 0..mapped.concept_count() {
+        let idx = snomed::ConceptIdx(i);
+        let id = mapped.id_of(idx);
+        assert_eq!(mapped.index_of(id), Some(idx));
+        assert_eq!(built.index_of(id), Some(idx));
+        assert_eq!(mapped.default_term(idx), built.default_term(idx), "{id}");
+        let row = |s: &snomed::Store| s.preferred_synonym(idx, &refsets).map(|d| d.id);
+        assert_eq!(row(&mapped), row(&built), "{id}");
+        with_term += usize::from(mapped.default_term(idx).is_some());
+    }
+    assert!(
+        with_term * 10 > mapped.concept_count() as usize * 9,
+        "most concepts have a display: {with_term}"
+    );
+    let last = mapped
+        .id_of(snomed::ConceptIdx(mapped.concept_count() - 1))
+        .get();
+    for absent in [100_005, 999_999_999_999, last + 1000] {
+        if let Ok(id) = snomed::SctId::new(absent) {
+            assert_eq!(mapped.index_of(id), built.index_of(id), "{absent}");
+        }
+    }
+}
+
+#[test]
+fn a_damaged_tables_file_is_a_corrupt_error_naming_it_never_a_panic_or_a_wrong_answer() {
+    let (tmp, store, _) = synthetic(500, 5);
+    let dir = store.dir().to_path_buf();
+    let n = store.concept_count() as usize;
+    // A concept whose display sits inline in its card (row, term offset, term length, then the text).
+    let inline = (0..n)
+        .find(|&i| {
+            store
+                .default_term(snomed::ConceptIdx(i as u32))
+                .is_some_and(|t| !t.is_empty() && t.len() <= 44)
+        })
+        .expect("a short display");
+    drop(store);
+    let good = std::fs::read(dir.join("tables.bin")).unwrap();
+    let card = |i: usize| 64 + 64 * i;
+    let slots = card(n);
+    let slot_count = (good.len() - slots) / 16;
+    let used_slot = (0..slot_count)
+        .map(|s| slots + 16 * s)
+        .find(|&at| get_u64(&good, at) != 0)
+        .unwrap();
+    type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: Vec<(&str, Damage)> = vec![
+        ("a card's id", Box::new(move |b| b[card(3)] ^= 1)),
+        (
+            "a card's description row past the table",
+            Box::new(move |b| {
+                b[card(inline) + 8..card(inline) + 12]
+                    .copy_from_slice(&(u32::MAX - 1).to_le_bytes())
+            }),
+        ),
+        (
+            "an inline display that is not UTF-8",
+            Box::new(move |b| b[card(inline) + 20] = 0xFF),
+        ),
+        (
+            "a slot naming another row",
+            Box::new(move |b| {
+                let row = u32::from_le_bytes(b[used_slot + 8..used_slot + 12].try_into().unwrap());
+                b[used_slot + 8..used_slot + 12]
+                    .copy_from_slice(&((row + 1) % n as u32).to_le_bytes())
+            }),
+        ),
+        (
+            "every slot used (a probe for an absent id would never end)",
+            Box::new(move |b| {
+                for s in 0..slot_count {
+                    let at = slots + 16 * s;
+                    if get_u64(b, at) == 0 {
+                        b[at..at + 8].copy_from_slice(&7u64.to_le_bytes());
+                    }
+                }
+            }),
+        ),
+        ("truncated", Box::new(|b| b.truncate(b.len() - 16))),
+        ("a header naming another store", Box::new(|b| b[32] ^= 1)),
+        ("bad magic", Box::new(|b| b[0] = b'X')),
+    ];
+    for (i, (what, damage)) in cases.iter().enumerate() {
+        let copy = tmp.path().join(format!("damaged-{i}"));
+        copy_store(&dir, &copy, &[]);
+        let mut bytes = good.clone();
+        damage(&mut bytes);
+        std::fs::write(copy.join("tables.bin"), &bytes).unwrap();
+        let opened = std::panic::catch_unwind(|| snomed::Store::open(&copy))
+            .unwrap_or_else(|_| panic!("{what}: opening panicked"));
+        match opened {
+            Err(e @ snomed::OpenError::Corrupt { .. }) => {
+                assert!(e.to_string().contains("tables.bin"), "{what}: {e}");
+            }
+            other => panic!(
+                "{what}: expected Corrupt, got {:?}",
+                other.map(|s| s.concept_count())
+            ),
+        }
+    }
+}
