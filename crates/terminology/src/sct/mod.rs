@@ -265,6 +265,35 @@ impl SnomedProvider {
         None
     }
 
+    /// `$subsumes` where either code is a post-coordinated expression: compared through their normal forms
+    /// (see [`normal_form::subsumed_by`]); an invalid expression is an unknown code.
+    fn subsumes_expressions(&self, a: &str, b: &str) -> Result<&'static str, String> {
+        let expression = |code: &str| {
+            if is_plain_id(code) {
+                self.idx(code).map(|idx| Expression {
+                    focus: vec![self.store.id_of(idx).get()],
+                    groups: Vec::new(),
+                })
+            } else {
+                self.valid_expression(code)
+            }
+        };
+        let ea = expression(a).ok_or_else(|| a.to_string())?;
+        let eb = expression(b).ok_or_else(|| b.to_string())?;
+        let store = &*self.store;
+        Ok(
+            match (
+                normal_form::subsumed_by(store, &ea, &eb),
+                normal_form::subsumed_by(store, &eb, &ea),
+            ) {
+                (true, true) => "equivalent",
+                (false, true) => "subsumes",
+                (true, false) => "subsumed-by",
+                (false, false) => "not-subsumed",
+            },
+        )
+    }
+
     /// A valid expression (not a plain concept id) and its parse.
     fn valid_expression(&self, code: &str) -> Option<Expression> {
         if is_plain_id(code) {
@@ -1086,6 +1115,9 @@ impl CodeSystemProvider for SnomedProvider {
     }
 
     fn subsumes(&self, a: &str, b: &str) -> Result<&'static str, String> {
+        if !is_plain_id(a) || !is_plain_id(b) {
+            return self.subsumes_expressions(a, b);
+        }
         let ia = self.idx(a).ok_or_else(|| a.to_string())?;
         let ib = self.idx(b).ok_or_else(|| b.to_string())?;
         Ok(if ia == ib {

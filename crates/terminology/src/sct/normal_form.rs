@@ -97,3 +97,97 @@ fn attribute_value(raw: &str) -> AttrValue {
         AttrValue::Concept(raw.parse().unwrap_or_default())
     }
 }
+
+/// How deep nested expressions are followed when testing subsumption (the parser bounds nesting too).
+const MAX_DEPTH: usize = 16;
+
+/// The normal form of an expression: its focus concepts replaced by their normal forms (proximal primitives as
+/// the focus, every defining attribute), with the expression's own attributes added.
+pub(super) fn expression_normal_form(store: &Store, e: &Expression) -> Expression {
+    let mut focus = Vec::new();
+    let mut groups = Vec::new();
+    for &f in &e.focus {
+        match index_of(store, f) {
+            Some(idx) => {
+                let form = normal_form(store, idx);
+                focus.extend(form.focus);
+                groups.extend(form.groups);
+            }
+            None => focus.push(f),
+        }
+    }
+    focus.sort_unstable();
+    focus.dedup();
+    groups.extend(e.groups.iter().cloned());
+    Expression { focus, groups }
+}
+
+/// Whether `a` is subsumed by `b` (every instance of `a` is one of `b`), structurally over their normal forms,
+/// as the Technical Implementation Guide tests it: each focus concept of `b` has a subtype (or itself) among
+/// those of `a`; each ungrouped attribute of `b` is refined by an attribute of `a` (a subtype of its type with a
+/// value subsumed by its value); each group of `b` by one group of `a`, attribute by attribute.
+pub(super) fn subsumed_by(store: &Store, a: &Expression, b: &Expression) -> bool {
+    subsumed_at(store, a, b, 0)
+}
+
+fn subsumed_at(store: &Store, a: &Expression, b: &Expression, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    let (a, b) = (
+        expression_normal_form(store, a),
+        expression_normal_form(store, b),
+    );
+    let foci = b
+        .focus
+        .iter()
+        .all(|&fb| a.focus.iter().any(|&fa| is_a_or_self(store, fa, fb)));
+    let refines = |(ta, va): &(u64, AttrValue), (tb, vb): &(u64, AttrValue)| {
+        is_a_or_self(store, *ta, *tb) && value_subsumed(store, va, vb, depth)
+    };
+    let all_attributes = || a.groups.iter().flat_map(|g| g.attributes.iter());
+    foci && b.groups.iter().all(|gb| {
+        if gb.grouped {
+            a.groups.iter().any(|ga| {
+                gb.attributes
+                    .iter()
+                    .all(|ab| ga.attributes.iter().any(|aa| refines(aa, ab)))
+            })
+        } else {
+            gb.attributes
+                .iter()
+                .all(|ab| all_attributes().any(|aa| refines(aa, ab)))
+        }
+    })
+}
+
+fn value_subsumed(store: &Store, a: &AttrValue, b: &AttrValue, depth: usize) -> bool {
+    let as_expression = |v: &AttrValue| match v {
+        AttrValue::Concept(c) => Some(Expression {
+            focus: vec![*c],
+            groups: Vec::new(),
+        }),
+        AttrValue::Nested(e) => Some((**e).clone()),
+        AttrValue::Number(_) | AttrValue::Text(_) => None,
+    };
+    match (a, b) {
+        (AttrValue::Concept(x), AttrValue::Concept(y)) => is_a_or_self(store, *x, *y),
+        (AttrValue::Number(x), AttrValue::Number(y)) => {
+            x == y || matches!((x.parse::<f64>(), y.parse::<f64>()), (Ok(p), Ok(q)) if p == q)
+        }
+        (AttrValue::Text(x), AttrValue::Text(y)) => x == y,
+        _ => match (as_expression(a), as_expression(b)) {
+            (Some(ea), Some(eb)) => subsumed_at(store, &ea, &eb, depth + 1),
+            _ => false,
+        },
+    }
+}
+
+fn index_of(store: &Store, id: u64) -> Option<ConceptIdx> {
+    store.index_of(snomed::SctId::new(id).ok()?)
+}
+
+fn is_a_or_self(store: &Store, a: u64, b: u64) -> bool {
+    a == b
+        || matches!((index_of(store, a), index_of(store, b)), (Some(x), Some(y)) if store.is_a(x, y))
+}

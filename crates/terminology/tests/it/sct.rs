@@ -847,3 +847,98 @@ fn a_text_filter_beyond_the_search_limits_is_too_costly() {
     )
     .unwrap();
 }
+
+/// `$subsumes` with post-coordinated expressions: each concept is equivalent to its own normal form, a concept
+/// with an attribute added is subsumed by the concept and by its parents, and unrelated codes are not subsumed.
+/// The concepts and attributes are read from the RF2 relationships, not from our answers.
+#[test]
+fn subsumes_compares_expressions_through_their_normal_forms() {
+    let outcome = |a: &str, b: &str| {
+        run(
+            Operation::Subsumes,
+            parameters(&[
+                json!({"name": "system", "valueUri": SCT}),
+                json!({"name": "codeA", "valueCode": a}),
+                json!({"name": "codeB", "valueCode": b}),
+            ]),
+        )
+        .map(|r| r["parameter"][0]["valueCode"].as_str().unwrap().to_string())
+    };
+    let rf2 = &fixture().rf2;
+    let rels = rows("Terminology/sct2_Relationship_Snapshot_INT_20250909.txt");
+    // (concept, attribute type) of active inferred attributes, for concepts with a parent in the subset.
+    let attributed: Vec<(String, String)> = rels
+        .iter()
+        .filter(|r| r[2] == "1" && r[7] != IS_A && r[8] == INFERRED)
+        .filter(|r| rf2.parents.get(&r[4]).is_some_and(|p| !p.is_empty()))
+        .map(|r| (r[4].clone(), r[7].clone()))
+        .collect();
+    assert!(
+        attributed.len() >= 20,
+        "{} attributed concepts",
+        attributed.len()
+    );
+    let mut checked = 0;
+    for (concept, attribute) in attributed.iter().step_by(attributed.len() / 20) {
+        let terse = run(
+            Operation::Lookup,
+            parameters(&[
+                json!({"name": "system", "valueUri": SCT}),
+                json!({"name": "code", "valueCode": concept}),
+                json!({"name": "property", "valueCode": "normalFormTerse"}),
+            ]),
+        )
+        .unwrap()["parameter"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "property" && p["part"][0]["valueCode"] == "normalFormTerse")
+            .map(|p| p["part"][1]["valueString"].as_str().unwrap().to_string())
+            .unwrap();
+        assert_eq!(
+            outcome(concept, &terse).unwrap(),
+            "equivalent",
+            "{concept} vs {terse}"
+        );
+        assert_eq!(
+            outcome(&terse, concept).unwrap(),
+            "equivalent",
+            "{terse} vs {concept}"
+        );
+        // The concept refined by an attribute whose value is the concept itself: narrower than the concept
+        // (no concept of the subset has itself as an attribute value).
+        let refined = format!("{concept}:{attribute}={concept}");
+        assert_eq!(outcome(concept, &refined).unwrap(), "subsumes", "{refined}");
+        assert_eq!(
+            outcome(&refined, concept).unwrap(),
+            "subsumed-by",
+            "{refined}"
+        );
+        let parent = &rf2.parents[concept][0];
+        assert_eq!(
+            outcome(parent, &refined).unwrap(),
+            "subsumes",
+            "{parent} vs {refined}"
+        );
+        // A concept neither above nor below it.
+        let ancestors = rf2.ancestors(concept);
+        let below = rf2.descendants_or_self(concept);
+        let unrelated = rf2
+            .concepts
+            .iter()
+            .find(|c| {
+                !ancestors.contains(*c) && !below.contains(*c) && rf2.parents.contains_key(*c)
+            })
+            .unwrap();
+        assert_eq!(
+            outcome(&refined, unrelated).unwrap(),
+            "not-subsumed",
+            "{refined} vs {unrelated}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 20);
+    // An invalid expression is an unknown code, not a guess.
+    assert!(outcome("128241005", "128241005:").is_err());
+    assert!(outcome("128241005", "128241005:99999999=128241005").is_err());
+}
