@@ -19,6 +19,8 @@ pub const DEFAULT_PAGE: usize = 100;
 pub const MAX_IDS: usize = 100;
 /// The most paths `paths_to_root` lists.
 const MAX_PATHS: usize = 100;
+/// The FHIR system of SNOMED CT.
+const SNOMED_CT: &str = "http://snomed.info/sct";
 /// Type id of a fully specified name.
 const FSN: u64 = 900_000_000_000_003_001;
 
@@ -266,6 +268,58 @@ pub(crate) static TOOLS: &[ToolDef] = &[
                 json!({"refset_id": {"type": ["integer", "string"], "description": "Map reference set identifier"},
             "code": {"type": "string", "description": "Code in the target code system"}}),
                 &["refset_id", "code"],
+            )
+        },
+    },
+    ToolDef {
+        name: "map_into",
+        description: "Classify concepts into a target set: for each concept, the most specific concepts of the set that are the concept itself or its ancestors (e.g. to group detailed diagnoses under the headings of a report). The target is an ECL expression or a reference set identifier.",
+        needs: Needs::Snomed,
+        schema: || {
+            object(
+                json!({"concept_id": concept_id(),
+            "target": {"type": ["string", "integer"], "description": "ECL expression, or the identifier of a reference set, defining the target set"}}),
+                &["concept_id", "target"],
+            )
+        },
+    },
+    ToolDef {
+        name: "source_historical",
+        description: "The reverse of `historical`: the (inactive) concepts whose historical associations point to this concept, by association type.",
+        needs: Needs::Snomed,
+        schema: || {
+            object(
+                json!({"concept_id": concept_id(), "accept_language": accept_language()}),
+                &["concept_id"],
+            )
+        },
+    },
+    ToolDef {
+        name: "with_historical",
+        description: "The concepts together with the concepts historical associations link them to, in both directions (what replaced them and what they replaced): for finding records coded with concepts since inactivated.",
+        needs: Needs::Snomed,
+        schema: || object(json!({"concept_id": concept_id()}), &["concept_id"]),
+    },
+    ToolDef {
+        name: "validate_expression",
+        description: "Check a SNOMED CT post-coordinated expression (compositional grammar, e.g. `71388002:405813007=15497006`): its syntax, that every concept exists and every attribute name is an attribute; answers the expression written with each concept's preferred term. The FHIR CodeSystem $validate-code of the expression.",
+        needs: Needs::Snomed,
+        schema: || {
+            object(
+                json!({"expression": {"type": "string", "description": "The expression"}, "accept_language": accept_language()}),
+                &["expression"],
+            )
+        },
+    },
+    ToolDef {
+        name: "subsumes_expression",
+        description: "How two SNOMED CT codes or post-coordinated expressions relate (equivalent, subsumes, subsumed-by, not-subsumed), compared through their normal forms. The FHIR CodeSystem $subsumes of SNOMED CT.",
+        needs: Needs::Snomed,
+        schema: || {
+            object(
+                json!({"expression_a": {"type": "string", "description": "A concept id or an expression"},
+            "expression_b": {"type": "string", "description": "A concept id or an expression"}}),
+                &["expression_a", "expression_b"],
             )
         },
     },
@@ -634,6 +688,40 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
             Err(e) => json!({"valid": false, "error": e.to_string()}),
         }),
         "intersect_ecl" => intersect_ecl(ctx, a),
+        "validate_expression" => {
+            let q = query(&[
+                ("url", Some(SNOMED_CT.to_string())),
+                ("code", Some(a.string("expression")?)),
+            ]);
+            let answer = api
+                .get(
+                    caller,
+                    &format!("/fhir/CodeSystem/$validate-code?{q}"),
+                    lang,
+                )
+                .await?;
+            Ok(json!({
+                "valid": parameter(&answer, "result").and_then(|p| p["valueBoolean"].as_bool()).unwrap_or(false),
+                "display": parameter(&answer, "display").and_then(|p| p["valueString"].as_str()),
+                "message": parameter(&answer, "message").and_then(|p| p["valueString"].as_str()),
+            }))
+        }
+        "subsumes_expression" => {
+            let q = query(&[
+                ("system", Some(SNOMED_CT.to_string())),
+                ("codeA", Some(a.string("expression_a")?)),
+                ("codeB", Some(a.string("expression_b")?)),
+            ]);
+            let answer = api
+                .get(caller, &format!("/fhir/CodeSystem/$subsumes?{q}"), None)
+                .await?;
+            Ok(
+                json!({"outcome": parameter(&answer, "outcome").and_then(|p| p["valueCode"].as_str())}),
+            )
+        }
+        "map_into" => map_into(ctx, a),
+        "source_historical" => source_historical(ctx, a, lang),
+        "with_historical" => with_historical(ctx, a),
         "paths_to_root" => paths_to_root(ctx, a, lang),
         "refset_members" => refset_members(ctx, a),
         "refsets" => refsets(ctx),
@@ -851,15 +939,9 @@ fn concept_idx(store: &snomed::Store, id: &str) -> Result<snomed::ConceptIdx, To
 
 /// Evaluated as `GET /v1/snomed/expand` and `search?constraint=` evaluate ECL (Hermes's attribute counting).
 fn intersect_ecl(ctx: &Ctx, a: &Args<'_>) -> Result<Value, ToolError> {
-    use snomed::ecl_eval::{AttributeCounting, Options, evaluate_str_with};
     let store = store(ctx)?;
     let (ids, _) = a.ids("concept_id")?;
-    let options = Options {
-        counting: AttributeCounting::Distinct,
-        ..Options::default()
-    };
-    let set = evaluate_str_with(store.as_ref(), &a.string("ecl")?, &options)
-        .map_err(|e| ToolError::new(format!("the ECL expression cannot be evaluated: {e}")))?;
+    let set = ecl_set(store, &a.string("ecl")?)?;
     let mut out = Vec::new();
     for id in &ids {
         let idx = concept_idx(store, id)?;
@@ -867,6 +949,139 @@ fn intersect_ecl(ctx: &Ctx, a: &Args<'_>) -> Result<Value, ToolError> {
             out.push(json!(store.id_of(idx).get()));
         }
     }
+    Ok(json!({"items": out}))
+}
+
+/// The set an ECL expression selects, evaluated as [`intersect_ecl`] evaluates it.
+fn ecl_set(store: &snomed::Store, ecl: &str) -> Result<roaring::RoaringBitmap, ToolError> {
+    use snomed::ecl_eval::{AttributeCounting, Options, evaluate_str_with};
+    let options = Options {
+        counting: AttributeCounting::Distinct,
+        ..Options::default()
+    };
+    evaluate_str_with(store, ecl, &options)
+        .map_err(|e| ToolError::new(format!("the ECL expression cannot be evaluated: {e}")))
+}
+
+/// Hermes's `map-into`: for each concept, the members of the target set among the concept and its ancestors that
+/// no other such member lies below (the most specific headings).
+fn map_into(ctx: &Ctx, a: &Args<'_>) -> Result<Value, ToolError> {
+    let store = store(ctx)?;
+    let (ids, _) = a.ids("concept_id")?;
+    let target = match a.0.get("target") {
+        Some(Value::Number(n)) => n.to_string(),
+        _ => a.string("target")?,
+    };
+    // A bare identifier names a reference set (as in Hermes); anything else is ECL.
+    let ecl = match target.trim().parse::<u64>() {
+        Ok(refset) => format!("^ {refset}"),
+        Err(_) => target,
+    };
+    let set = ecl_set(store, &ecl)?;
+    let mut out = Vec::new();
+    for id in &ids {
+        let idx = concept_idx(store, id)?;
+        let mut found: Vec<snomed::ConceptIdx> = std::iter::once(idx)
+            .chain(store.ancestors(idx).iter().copied())
+            .filter(|c| set.contains(c.0))
+            .collect();
+        let above: roaring::RoaringBitmap = found
+            .iter()
+            .flat_map(|&c| store.ancestors(c).iter().map(|p| p.0))
+            .collect();
+        found.retain(|c| !above.contains(c.0));
+        found.sort_unstable_by_key(|&c| store.id_of(c).get());
+        found.dedup();
+        let mapped: Vec<Value> = found.iter().map(|&c| json!(store.id_of(c).get())).collect();
+        out.push(json!({"conceptId": store.id_of(idx).get(), "mappedTo": mapped}));
+    }
+    Ok(json!({"items": out}))
+}
+
+/// Which historical associations point to each concept: the sources (`ECL {{ +HISTORY }}` finds them), each with
+/// the associations that link it to the concept.
+fn source_historical(ctx: &Ctx, a: &Args<'_>, lang: Option<&str>) -> Result<Value, ToolError> {
+    let store = store(ctx)?;
+    let refsets = store.language_refsets_for(lang);
+    let term = |id: snomed::SctId| {
+        store
+            .index_of(id)
+            .and_then(|i| store.preferred_term(i, &refsets))
+            .map(str::to_string)
+    };
+    let (ids, many) = a.ids("concept_id")?;
+    let mut out = Vec::new();
+    for id in &ids {
+        let idx = concept_idx(store, id)?;
+        let target = store.id_of(idx);
+        let sources = ecl_set(store, &format!("{target} {{{{ +HISTORY }}}}"))?;
+        let mut by_type: std::collections::BTreeMap<u64, Vec<Value>> = Default::default();
+        for s in sources.iter().filter(|&s| s != idx.0) {
+            let source = store.id_of(snomed::ConceptIdx(s));
+            for m in store.historical_associations(source) {
+                if association_target(&m) == Some(target.get()) {
+                    by_type.entry(m.refset.get()).or_default().push(json!({
+                        "conceptId": source.get(),
+                        "term": term(source),
+                        "active": store.concept(snomed::ConceptIdx(s)).active,
+                    }));
+                }
+            }
+        }
+        let groups: Vec<Value> = by_type
+            .into_iter()
+            .map(|(refset, sources)| {
+                json!({"associationType": refset, "associationName": snomed::SctId::new(refset).ok().and_then(term), "sources": sources})
+            })
+            .collect();
+        out.push(json!({"conceptId": target.get(), "associations": groups}));
+    }
+    Ok(one_or_many(out, many))
+}
+
+/// The parameter `name` of a FHIR Parameters answer.
+fn parameter<'v>(parameters: &'v Value, name: &str) -> Option<&'v Value> {
+    parameters["parameter"]
+        .as_array()?
+        .iter()
+        .find(|p| p["name"] == name)
+}
+
+/// The concept a historical association member points to: its one additional field, `targetComponentId`.
+fn association_target(m: &snomed::RefsetMember<'_>) -> Option<u64> {
+    m.field(0)?.parse().ok()
+}
+
+/// The concepts, the concepts their historical associations point to, and those whose associations point to
+/// them.
+fn with_historical(ctx: &Ctx, a: &Args<'_>) -> Result<Value, ToolError> {
+    let store = store(ctx)?;
+    let (ids, _) = a.ids("concept_id")?;
+    let mut all = roaring::RoaringBitmap::new();
+    for id in &ids {
+        let idx = concept_idx(store, id)?;
+        all.insert(idx.0);
+        for m in store.historical_associations(store.id_of(idx)) {
+            let target = association_target(&m)
+                .and_then(|t| snomed::SctId::new(t).ok())
+                .and_then(|t| store.index_of(t));
+            all.extend(target.map(|t| t.0));
+        }
+    }
+    let listed: Vec<String> = all
+        .iter()
+        .map(|i| store.id_of(snomed::ConceptIdx(i)).to_string())
+        .collect();
+    let with_sources = ecl_set(
+        store,
+        &format!("({}) {{{{ +HISTORY }}}}", listed.join(" OR ")),
+    )?;
+    all |= with_sources;
+    let mut out: Vec<u64> = all
+        .iter()
+        .map(|i| store.id_of(snomed::ConceptIdx(i)).get())
+        .collect();
+    out.sort_unstable();
     Ok(json!({"items": out}))
 }
 

@@ -241,25 +241,25 @@ fn lookup_gives_display_parents_and_children_from_the_release() {
     );
 }
 
+/// The outcome of `$subsumes` of SNOMED CT codes (or expressions) `a` and `b`.
+fn subsumes(a: &str, b: &str) -> Result<String, terminology::TxError> {
+    run(
+        Operation::Subsumes,
+        parameters(&[
+            json!({"name": "system", "valueUri": SCT}),
+            json!({"name": "codeA", "valueCode": a}),
+            json!({"name": "codeB", "valueCode": b}),
+        ]),
+    )
+    .map(|r| r["parameter"][0]["valueCode"].as_str().unwrap().to_string())
+}
+
 #[test]
 fn subsumes_follows_the_inferred_hierarchy() {
     let rf2 = &fixture().rf2;
     let below = rf2.descendants_or_self("128241005");
     let child = below.iter().find(|c| *c != "128241005").unwrap().clone();
-    let outcome = |a: &str, b: &str| {
-        run(
-            Operation::Subsumes,
-            parameters(&[
-                json!({"name": "system", "valueUri": SCT}),
-                json!({"name": "codeA", "valueCode": a}),
-                json!({"name": "codeB", "valueCode": b}),
-            ]),
-        )
-        .unwrap()["parameter"][0]["valueCode"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let outcome = |a: &str, b: &str| subsumes(a, b).unwrap();
     assert_eq!(outcome("128241005", &child), "subsumes");
     assert_eq!(outcome(&child, "128241005"), "subsumed-by");
     assert_eq!(outcome("128241005", "128241005"), "equivalent");
@@ -853,17 +853,7 @@ fn a_text_filter_beyond_the_search_limits_is_too_costly() {
 /// The concepts and attributes are read from the RF2 relationships, not from our answers.
 #[test]
 fn subsumes_compares_expressions_through_their_normal_forms() {
-    let outcome = |a: &str, b: &str| {
-        run(
-            Operation::Subsumes,
-            parameters(&[
-                json!({"name": "system", "valueUri": SCT}),
-                json!({"name": "codeA", "valueCode": a}),
-                json!({"name": "codeB", "valueCode": b}),
-            ]),
-        )
-        .map(|r| r["parameter"][0]["valueCode"].as_str().unwrap().to_string())
-    };
+    let outcome = subsumes;
     let rf2 = &fixture().rf2;
     let rels = rows("Terminology/sct2_Relationship_Snapshot_INT_20250909.txt");
     // (concept, attribute type) of active inferred attributes, for concepts with a parent in the subset.

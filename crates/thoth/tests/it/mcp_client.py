@@ -147,6 +147,61 @@ async def snomed_tools(c):
           f"refsets lists REPLACED BY as a historical association: {sc}")
     same(ok(await call(c, "map_to", {"concept_id": 11687002, "refset_id": 900000000000527005}), "map_to")["items"],
          get("/v1/snomed/concepts/11687002/map/900000000000527005")[1], "map_to")
+    # map_into: the most specific members of the target among the concept and its ancestors, checked against the
+    # HTTP API's expansion and subsumption (computed here, not by the tool's own code).
+    # (/expand answers a row per description: the concept ids are taken as sets.)
+    ancestors = {r["conceptId"] for r in get("/v1/snomed/expand", ecl=">>11687002")[1]}
+    target = "<<404684003 OR 138875005"
+    in_target = ancestors & {r["conceptId"] for r in get("/v1/snomed/expand", ecl=target)[1]}
+    below = lambda a, b: a != b and get(f"/v1/snomed/concepts/{a}/subsumed-by/{b}")[1]["subsumedBy"]
+    expected = sorted(a for a in in_target if not any(below(b, a) for b in in_target))
+    sc = ok(await call(c, "map_into", {"concept_id": [11687002], "target": target}), "map_into")
+    check(sc["items"] == [{"conceptId": 11687002, "mappedTo": expected}] and 11687002 in expected,
+          f"map_into {sc} expected {expected}")
+    sc = ok(await call(c, "map_into", {"concept_id": 11687002, "target": "138875005 OR 404684003"}), "map_into 2")
+    check(sc["items"][0]["mappedTo"] == [404684003], f"map_into headings: {sc}")
+    # Two headings neither of which is below the other: both (Disorder of pregnancy and Diabetes mellitus).
+    parents = sorted(get("/v1/snomed/concepts/11687002/extended")[1]["parentRelationships"]["116680003"])
+    two = [p for p in parents if p not in (138875005, 404684003, 64572001)][:2]
+    sc = ok(await call(c, "map_into", {"concept_id": 11687002, "target": " OR ".join(map(str, two + [404684003]))}),
+            "map_into 3")
+    check(sc["items"][0]["mappedTo"] == sorted(a for a in two if not any(below(b, a) for b in two)),
+          f"map_into two headings {two}: {sc}")
+    # A reference set as the target: the association refset's only members are inactive concepts.
+    # (307530000 is REPLACED BY 74400008 in the subset's association refset.)
+    inactive = 307530000
+    hist = get(f"/v1/snomed/concepts/{inactive}/historical")[1]
+    check(hist, f"historical associations of {inactive}: {hist}")
+    refset, members = next(iter(hist.items()))
+    sc = ok(await call(c, "map_into", {"concept_id": inactive, "target": int(refset)}), "map_into refset")
+    check(sc["items"][0]["mappedTo"] == [inactive], f"map_into a refset: {sc}")
+    # source_historical / with_historical: the reverse of `historical`, and both directions together.
+    successor = members[0]["targetComponentId"]
+    sc = ok(await call(c, "source_historical", {"concept_id": successor}), "source_historical")
+    check(any(g["associationType"] == int(refset) and any(s["conceptId"] == inactive for s in g["sources"])
+              for g in sc["associations"]), f"source_historical of {successor}: {sc}")
+    sc = ok(await call(c, "with_historical", {"concept_id": inactive}), "with_historical")
+    check(inactive in sc["items"] and successor in sc["items"], f"with_historical: {sc}")
+    sc = ok(await call(c, "with_historical", {"concept_id": successor}), "with_historical back")
+    check(inactive in sc["items"] and successor in sc["items"], f"with_historical back: {sc}")
+    # Expressions: validated and rendered as the FHIR $validate-code answers; subsumption as $subsumes answers.
+    def fhir_param(answer, name):
+        return next((p for p in answer["parameter"] if p["name"] == name), {})
+    refined = "11687002:363698007=11687002"
+    for expression, valid in [(refined, True), ("11687002:", False), ("11687002:11687002=404684003", False)]:
+        sc = ok(await call(c, "validate_expression", {"expression": expression}), "validate_expression")
+        http = get("/fhir/CodeSystem/$validate-code", url="http://snomed.info/sct", code=expression)[1]
+        check(sc["valid"] is valid and sc["valid"] == fhir_param(http, "result").get("valueBoolean")
+              and sc["display"] == fhir_param(http, "display").get("valueString"), f"validate_expression: {sc} {http}")
+        check(valid or sc["message"], f"an invalid expression says why: {sc}")
+    check("Gestational diabetes mellitus" in ok(await call(c, "validate_expression", {"expression": refined}),
+                                                 "render")["display"], "rendered with terms")
+    for a, b, outcome in [("11687002", refined, "subsumes"), (refined, "11687002", "subsumed-by"),
+                          ("404684003", refined, "subsumes"), (refined, refined, "equivalent")]:
+        sc = ok(await call(c, "subsumes_expression", {"expression_a": a, "expression_b": b}), "subsumes_expression")
+        http = get("/fhir/CodeSystem/$subsumes", system="http://snomed.info/sct", codeA=a, codeB=b)[1]
+        check(sc["outcome"] == outcome == fhir_param(http, "outcome").get("valueCode"),
+              f"subsumes_expression {a} {b}: {sc} {http}")
     # Errors: the route's error text, as a tool error (never a crash).
     r = await call(c, "map_from", {"refset_id": 900000000000527005, "code": "E11.9"})
     s, body = get("/v1/snomed/crossmap/900000000000527005/E11.9")
@@ -248,7 +303,8 @@ async def session(client, label, message, engine, full=True):
         hermes = {"search", "autocomplete", "concept", "extended_concept", "properties", "expand_ecl", "map_to",
                   "map_from", "intersect_ecl", "subsumed_by", "paths_to_root", "historical", "synonym", "valid_ecl",
                   "membership", "fully_specified_name", "descriptions", "refset_members", "server_info", "refsets",
-                  "transitive_synonyms"}
+                  "transitive_synonyms", "map_into", "source_historical", "with_historical",
+                  "validate_expression", "subsumes_expression"}
         others = {"lookup", "validate_code", "expand", "subsumes", "translate", "hl7_parse", "hl7_validate",
                   "hl7_to_fhir", "hl7_explain"}
         check(hermes | others <= set(tools), f"{label}: tools missing: {sorted((hermes | others) - set(tools))}")
