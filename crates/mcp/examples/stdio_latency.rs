@@ -8,7 +8,10 @@
 //! `tools/call` requests one at a time for each tool below and reports the round trip per call (percentiles): an
 //! upper bound of the server's time, since it includes both pipe crossings and this client's JSON. Then, in
 //! this process, the same tools through `mcp::Thoth::call` on the SNOMED CT store of DATA_DIR (no transport):
-//! the server's own work per call. DATA_DIR needs a SNOMED CT release (e.g. the conformance subset).
+//! the server's own work per call. Between the two, the server's CPU time per call over stdio: what the kernel
+//! counts on the CPU for all of the server's threads (`/proc/PID/task/*/schedstat`) across the timed calls,
+//! divided by their number: JSON-RPC framing, the tool, and the server's side of the pipe, without the time
+//! spent waiting to be woken. DATA_DIR needs a SNOMED CT release (e.g. the conformance subset).
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -24,6 +27,19 @@ fn percentiles(mut v: Vec<Duration>) -> String {
         at(0.5),
         at(0.99)
     )
+}
+
+/// Nanoseconds on the CPU of every thread of process `pid`, as the scheduler counts them.
+fn cpu_ns(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| {
+            tasks
+                .flatten()
+                .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+                .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 fn cases() -> Vec<(&'static str, Value)> {
@@ -54,6 +70,7 @@ fn main() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("start thoth mcp");
+    let pid = child.id();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
@@ -80,7 +97,11 @@ fn main() {
     println!("stdio round trip per tools/call ({calls} calls each, sequential):");
     for (tool, arguments) in cases() {
         let mut times = Vec::with_capacity(calls);
+        let mut cpu_before = 0;
         for i in 0..calls + 1000 {
+            if i == 1000 {
+                cpu_before = cpu_ns(pid);
+            }
             let req = json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
                              "params": {"name": tool, "arguments": arguments}});
             let start = Instant::now();
@@ -94,7 +115,11 @@ fn main() {
                 times.push(elapsed);
             }
         }
-        println!("  {tool:12} {}", percentiles(times));
+        let cpu = (cpu_ns(pid) - cpu_before) as f64 / calls as f64 / 1000.0;
+        println!(
+            "  {tool:12} {}; server CPU {cpu:.1} µs per call",
+            percentiles(times)
+        );
     }
     drop(stdin);
     let _ = child.wait();
@@ -110,7 +135,7 @@ fn main() {
         .build()
         .unwrap();
     println!("in process, mcp::Thoth::call ({calls} calls each):");
-    for (tool, arguments) in cases().into_iter().take(2) {
+    for (tool, arguments) in cases() {
         let arguments = arguments.as_object().unwrap().clone();
         let mut times = Vec::with_capacity(calls);
         runtime.block_on(async {

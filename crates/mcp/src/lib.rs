@@ -40,12 +40,45 @@ pub const HTTP_PATH: &str = "/mcp";
 
 /// Serves MCP on stdin/stdout until the client closes stdin. Logs belong on stderr (stdout is the protocol).
 pub async fn serve_stdio(state: server::AppState) -> std::io::Result<()> {
-    let running = Thoth::new(state)
+    let thoth = Thoth::new(state);
+    #[cfg(unix)]
+    if let Some(pipes) = stdio_pipes() {
+        let running = thoth.serve(pipes).await.map_err(std::io::Error::other)?;
+        running.waiting().await.map_err(std::io::Error::other)?;
+        return Ok(());
+    }
+    let running = thoth
         .serve(rmcp::transport::stdio())
         .await
         .map_err(std::io::Error::other)?;
     running.waiting().await.map_err(std::io::Error::other)?;
     Ok(())
+}
+
+/// stdin and stdout as pipes driven by the runtime's event loop, when both are pipes (how MCP clients start a
+/// server). tokio's own stdin and stdout hand every read and every write to a blocking-pool thread and back,
+/// which cost more CPU per call than the tool itself (`examples/stdio_latency.rs`); `None` for a terminal or a
+/// file, which then go through them.
+#[cfg(unix)]
+fn stdio_pipes() -> Option<(
+    tokio::net::unix::pipe::Receiver,
+    tokio::net::unix::pipe::Sender,
+)> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let dup =
+        |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok().map(std::fs::File::from);
+    let input = dup(std::io::stdin().as_fd())?;
+    let output = dup(std::io::stdout().as_fd())?;
+    // Both checked before either is converted: conversion makes the descriptor non-blocking, which tokio's
+    // stdin would not expect.
+    let is_pipe = |f: &std::fs::File| f.metadata().is_ok_and(|m| m.file_type().is_fifo());
+    if !is_pipe(&input) || !is_pipe(&output) {
+        return None;
+    }
+    let receiver = tokio::net::unix::pipe::Receiver::from_file(input).ok()?;
+    let sender = tokio::net::unix::pipe::Sender::from_file(output).ok()?;
+    Some((receiver, sender))
 }
 
 /// Options of the HTTP transport.

@@ -25,7 +25,11 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
     // (`thoth serve` or `thoth import` fetch the open content once).
     let state = crate::cmd::terminology::terminology_state(data_dir, args.tx_max_expansion);
     tracing::info!("MCP server on stdin/stdout");
-    let runtime = tokio::runtime::Runtime::new()?;
+    // One thread: one client, one request at a time; worker threads would only add wake-ups between the pipe
+    // and the tool (expensive work still leaves through the blocking pool).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(mcp::serve_stdio(state))?;
     Ok(())
 }
