@@ -351,7 +351,8 @@ pub fn validate(msg: &Message<'_>, profile: &Profile) -> Report {
         plans: plans(defs),
         profile,
         issues: Vec::new(),
-        order: Vec::new(),
+        order: OrderKeys::default(),
+        classes: ByteClasses::new(msg.delimiters()),
         occurrences: OnceCell::new(),
     };
     v.header();
@@ -359,10 +360,10 @@ pub fn validate(msg: &Message<'_>, profile: &Profile) -> Report {
     v.fields();
     // Issues are found by rule, then by segment: put them in message order (a stable sort, so issues of one
     // segment keep their order), unless they already are.
-    let issues = if v.order.is_sorted() {
+    let issues = if v.order.iter().is_sorted() {
         v.issues
     } else {
-        let mut keyed: Vec<(usize, Issue)> = v.order.into_iter().zip(v.issues).collect();
+        let mut keyed: Vec<(usize, Issue)> = v.order.iter().zip(v.issues).collect();
         keyed.sort_by_key(|(k, _)| *k);
         keyed.into_iter().map(|(_, i)| i).collect()
     };
@@ -370,6 +371,32 @@ pub fn validate(msg: &Message<'_>, profile: &Profile) -> Report {
         structure: tree.structure_id().map(str::to_owned),
         version: tree.version(),
         issues,
+    }
+}
+
+/// Per issue, the index of the segment it belongs to: the first few in place (a message has a few issues, and
+/// the vector would cost an allocation for each report), the others in a vector.
+#[derive(Default)]
+struct OrderKeys {
+    first: [usize; 8],
+    len: usize,
+    more: Vec<usize>,
+}
+
+impl OrderKeys {
+    fn push(&mut self, key: usize) {
+        match self.first.get_mut(self.len) {
+            Some(slot) => *slot = key,
+            None => self.more.push(key),
+        }
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.first[..self.len.min(self.first.len())]
+            .iter()
+            .chain(&self.more)
+            .copied()
     }
 }
 
@@ -402,7 +429,9 @@ struct Validator<'v, 'a> {
     profile: &'v Profile,
     issues: Vec<Issue>,
     /// Per issue, the index of the segment it belongs to (issues are reported in message order).
-    order: Vec<usize>,
+    order: OrderKeys,
+    /// The message's delimiters as byte classes, for [`scan_field`].
+    classes: ByteClasses,
     /// Per segment, its 1-based occurrence among segments with its identifier (ERR-2.2): counted for the first
     /// issue, so a clean message does not pay for it.
     occurrences: OnceCell<Vec<usize>>,
@@ -448,17 +477,33 @@ impl Validator<'_, '_> {
         }
         ErrorLocation {
             segment_id,
-            sequence: self
-                .occurrences
-                .get_or_init(|| occurrences(self.msg))
-                .get(index)
-                .copied()
-                .unwrap_or(0),
+            sequence: self.occurrence(index),
             field,
             repetition,
             component,
             subcomponent: 0,
         }
+    }
+
+    /// The 1-based occurrence of the segment at `index` among segments with its identifier (ERR-2.2): counted in
+    /// place in a message of a few dozen segments, through a table counted once in a larger one.
+    fn occurrence(&self, index: usize) -> usize {
+        if self.msg.segment_count() > 64 {
+            return self
+                .occurrences
+                .get_or_init(|| occurrences(self.msg))
+                .get(index)
+                .copied()
+                .unwrap_or(0);
+        }
+        let Some(id) = self.msg.segment(index).map(|s| s.id_bytes()) else {
+            return 0;
+        };
+        self.msg
+            .segments()
+            .take(index + 1)
+            .filter(|s| s.id_bytes() == id)
+            .count()
     }
 
     /// Version and structure: what could not be resolved.
@@ -570,8 +615,27 @@ impl Validator<'_, '_> {
         let tree = self.tree;
         let groups = tree.group_instances().len();
         // (group instance, child node), one entry per occurrence, sorted: a child's count is the length of its run.
-        let mut counts: Vec<(u32, u32)> = Vec::with_capacity(self.msg.segment_count() + groups);
-        counts.extend(tree.placements().map(|(group, node, _)| (group, node)));
+        // On the stack for a message of a few dozen segments and groups (most), else on the heap.
+        let entries = tree
+            .placements()
+            .map(|(group, node, _)| (group, node))
+            .chain(
+                tree.group_instances()
+                    .skip(1)
+                    .map(|(node, parent, _)| (parent, node)),
+            );
+        let n = tree.placements().len() + groups.saturating_sub(1);
+        let mut small = [(0u32, 0u32); 64];
+        let mut large = Vec::new();
+        let counts: &mut [(u32, u32)] = if n <= small.len() {
+            for (slot, e) in small.iter_mut().zip(entries) {
+                *slot = e;
+            }
+            &mut small[..n]
+        } else {
+            large.extend(entries);
+            &mut large
+        };
         // The last segment index in each group instance: issues about it are reported there. The message's is its
         // last segment; the others' are counted for the first issue that needs them.
         let last_in_groups: OnceCell<Vec<usize>> = OnceCell::new();
@@ -594,12 +658,8 @@ impl Validator<'_, '_> {
                 last
             })[g]
         };
-        counts.extend(
-            tree.group_instances()
-                .skip(1)
-                .map(|(node, parent, _)| (parent, node)),
-        );
         counts.sort_unstable();
+        let counts: &[(u32, u32)] = counts;
         // Group instances in order, and each one's children in order (their node indexes are contiguous and
         // increasing), visit the keys in sorted order: the runs are read in one pass over `counts`.
         let mut at = 0;
@@ -771,129 +831,45 @@ impl Validator<'_, '_> {
         checks: &'static [Check],
         required: &'static [u64],
     ) {
-        // Whether field k + 1 is required, without reading its definition (most fields are empty: reading each
-        // one's definition to know would cost a cache line per field).
-        let is_required = |k: usize| required[k / 64] >> (k % 64) & 1 == 1;
         let defs = &def.fields;
         let count = seg.field_count();
-        let version = self.defs.version();
         // Lengths are known for 2.1-2.6 only.
-        let lengths = version <= Version::V2_6;
+        let lengths = self.defs.version() <= Version::V2_6;
         let header = seg.is_header();
-        // The spans of the fields the segment has (`seg.field(n)` is `None` past them), read directly: most
-        // defined fields are empty, and those are passed over without building a `Value`.
+        // The spans of the fields the segment has (`seg.field(n)` is `None` past them), read directly.
         let sg = &self.msg.segs[i];
         let spans = self
             .msg
             .spans
             .get(sg.first as usize + 1..(sg.first + sg.count) as usize)
             .unwrap_or_default();
-        for (k, ((fdef, check), span)) in defs.iter().zip(checks).zip(spans).enumerate() {
-            let n = k + 1;
-            let value = if span.is_empty() {
-                None
-            } else {
-                seg.field(n).filter(|v| !v.is_empty())
-            };
-            let Some(value) = value else {
-                if is_required(k) {
-                    self.required(seg, i, n, fdef);
-                }
-                continue;
-            };
-            let at = Ctx {
-                index: i,
-                field: n,
-                repetition: 1,
-                component: 0,
-                subcomponent: 0,
-            };
-            if header && n <= 2 {
-                continue;
+        let buf = self.msg.buf;
+        // Most defined fields are empty and not required: the fields are taken 64 at a time as two bit sets, the
+        // non-empty ones and the required ones (read from the plan, not from each field's definition), and only
+        // fields in either are visited, in field order.
+        for block in 0..defs.len().div_ceil(64) {
+            let start = block * 64;
+            let end = defs.len().min(start + 64);
+            let mut present = 0u64;
+            for (j, span) in spans
+                .get(start..end.min(spans.len()))
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+            {
+                present |= u64::from(!span.is_empty()) << j;
             }
-            if fdef.max == Some(0) {
-                let message = text!(
-                    "field ",
-                    seg.id(),
-                    "-",
-                    n,
-                    " (",
-                    fdef.name,
-                    ") is withdrawn in ",
-                    version.as_str(),
-                    "; its value is kept for backward compatibility only"
-                );
-                self.report_at(Rule::Withdrawn, &at, message);
-                continue;
-            }
-            if let Some(max) = fdef.max {
-                // As many repetitions as `value.parts()` yields, counted without splitting.
-                let separator = self.msg.delimiters().repetition;
-                let reps = 1 + value.raw().iter().filter(|&&b| b == separator).count();
-                if reps > max as usize {
-                    let message = if max == 1 {
-                        text!(
-                            "field ",
-                            seg.id(),
-                            "-",
-                            n,
-                            " (",
-                            fdef.name,
-                            ") may not repeat; it has ",
-                            reps,
-                            " repetitions"
-                        )
-                    } else {
-                        text!(
-                            "field ",
-                            seg.id(),
-                            "-",
-                            n,
-                            " (",
-                            fdef.name,
-                            ") repeats ",
-                            reps,
-                            " times, at most ",
-                            max,
-                            " allowed"
-                        )
-                    };
-                    self.report_at(Rule::FieldRepetition, &at, message);
+            let mut visit = present | required.get(block).copied().unwrap_or(0);
+            while visit != 0 {
+                let j = visit.trailing_zeros() as usize;
+                visit &= visit - 1;
+                let k = start + j;
+                if present >> j & 1 == 0 {
+                    self.required(seg, i, k + 1, &defs[k]);
+                } else if !(header && k < 2) {
+                    let raw = spans[k].slice(buf);
+                    self.field(seg, i, k + 1, raw, &defs[k], &checks[k], lengths);
                 }
-            }
-            let length = fdef.length.filter(|_| lengths);
-            if length.is_none() && !check.active[0] {
-                // Nothing to check in any repetition: not even split.
-                continue;
-            }
-            let delims = self.msg.delimiters();
-            let repetitions = Piece::of(&value, delims).parts(Some(delims.repetition));
-            for (r, rep) in repetitions.enumerate() {
-                if rep.is_empty() || rep.is_null() {
-                    continue;
-                }
-                let ctx = Ctx {
-                    repetition: r + 1,
-                    ..at
-                };
-                // Decoding can only shorten a value, so the raw length bounds the text's.
-                if let Some(max) = length
-                    && rep.raw_len() > max as usize
-                {
-                    let len = rep.text_len();
-                    if len > max as usize {
-                        self.too_long(seg, &ctx, fdef, len, max);
-                    }
-                }
-                if check.active[0] {
-                    self.value(&ctx, rep, check, Def::Field(fdef), 0);
-                }
-            }
-        }
-        // The defined fields past the segment's last one are empty.
-        for (k, fdef) in defs.iter().enumerate().skip(spans.len()) {
-            if is_required(k) {
-                self.required(seg, i, k + 1, fdef);
             }
         }
         if count > defs.len() {
@@ -905,7 +881,7 @@ impl Validator<'_, '_> {
                     " defines ",
                     defs.len(),
                     " fields in ",
-                    version.as_str(),
+                    self.defs.version().as_str(),
                     "; field ",
                     n,
                     " is beyond them"
@@ -920,6 +896,152 @@ impl Validator<'_, '_> {
                 self.report_at(Rule::ExtraField, &ctx, message);
             }
         }
+    }
+
+    /// Checks field `n` (non-empty, `raw`) of the segment at index `i`: withdrawn, repeated, then each repetition.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn field(
+        &mut self,
+        seg: &Segment<'_, '_>,
+        i: usize,
+        n: usize,
+        raw: &[u8],
+        fdef: &FieldDef,
+        check: &Check,
+        lengths: bool,
+    ) {
+        let at = Ctx {
+            index: i,
+            field: n,
+            repetition: 1,
+            component: 0,
+            subcomponent: 0,
+        };
+        if fdef.max == Some(0) {
+            self.withdrawn(seg, &at, fdef);
+            return;
+        }
+        let delims = *self.msg.delimiters();
+        // One pass: the repetition separators (as many repetitions as `Value::parts` yields, plus one) and whether
+        // the field is plain (see `Piece::Plain`).
+        let (separators, plain) = scan_field(raw, &self.classes);
+        if let Some(max) = fdef.max
+            && separators >= max as usize
+        {
+            self.repeated(seg, &at, fdef, separators + 1, max);
+        }
+        let length = fdef.length.filter(|_| lengths);
+        if length.is_none() && !check.active[0] {
+            // Nothing to check in any repetition: not even split.
+            return;
+        }
+        // Repetitions split in place when the field is plain (the common case), else through `Value`. (Split here
+        // rather than through one iterator over both kinds: building that iterator from bytes cost a stalled load
+        // per field.)
+        if plain && separators == 0 {
+            self.repetition(seg, &at, 0, Piece::Plain(raw), fdef, check, length);
+        } else if plain {
+            for (r, rep) in raw.split(|&b| b == delims.repetition).enumerate() {
+                self.repetition(seg, &at, r, Piece::Plain(rep), fdef, check, length);
+            }
+        } else if let Some(value) = seg.field(n) {
+            for (r, rep) in value.parts().enumerate() {
+                self.repetition(seg, &at, r, Piece::Value(rep), fdef, check, length);
+            }
+        }
+    }
+
+    /// Checks repetition `r` (0-based) of a field: its length, then its value as its [`Check`] says.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn repetition(
+        &mut self,
+        seg: &Segment<'_, '_>,
+        at: &Ctx,
+        r: usize,
+        rep: Piece<'_>,
+        fdef: &FieldDef,
+        check: &Check,
+        length: Option<u32>,
+    ) {
+        if rep.is_empty() || rep.is_null() {
+            return;
+        }
+        let ctx = Ctx {
+            repetition: r + 1,
+            ..*at
+        };
+        // Decoding can only shorten a value, so the raw length bounds the text's.
+        if let Some(max) = length
+            && rep.raw_len() > max as usize
+        {
+            let len = rep.text_len();
+            if len > max as usize {
+                self.too_long(seg, &ctx, fdef, len, max);
+            }
+        }
+        if check.active[0] {
+            self.value(&ctx, rep, check, Def::Field(fdef), 0);
+        }
+    }
+
+    /// Reports a value in a withdrawn field.
+    #[cold]
+    fn withdrawn(&mut self, seg: &Segment<'_, '_>, at: &Ctx, fdef: &FieldDef) {
+        let message = text!(
+            "field ",
+            seg.id(),
+            "-",
+            at.field,
+            " (",
+            fdef.name,
+            ") is withdrawn in ",
+            self.defs.version().as_str(),
+            "; its value is kept for backward compatibility only"
+        );
+        self.report_at(Rule::Withdrawn, at, message);
+    }
+
+    /// Reports a field repeated more often than its maximum.
+    #[cold]
+    fn repeated(
+        &mut self,
+        seg: &Segment<'_, '_>,
+        at: &Ctx,
+        fdef: &FieldDef,
+        reps: usize,
+        max: u32,
+    ) {
+        let n = at.field;
+        let message = if max == 1 {
+            text!(
+                "field ",
+                seg.id(),
+                "-",
+                n,
+                " (",
+                fdef.name,
+                ") may not repeat; it has ",
+                reps,
+                " repetitions"
+            )
+        } else {
+            text!(
+                "field ",
+                seg.id(),
+                "-",
+                n,
+                " (",
+                fdef.name,
+                ") repeats ",
+                reps,
+                " times, at most ",
+                max,
+                " allowed"
+            )
+        };
+        self.report_at(Rule::FieldRepetition, at, message);
     }
 
     /// Reports a repetition longer than its field's maximum length.
@@ -1429,23 +1551,6 @@ enum Piece<'a> {
 }
 
 impl<'a> Piece<'a> {
-    /// A field (or a repetition), plain when it can be.
-    fn of(v: &Value<'a>, delims: &Delimiters) -> Piece<'a> {
-        // A missing delimiter becomes a byte no ASCII text holds. One pass without early exit: the compiler
-        // turns it into vector compares.
-        let escape = delims.escape.unwrap_or(0x80);
-        let sub = delims.subcomponent.unwrap_or(0x80);
-        let raw = v.raw();
-        let special = raw.iter().fold(false, |acc, &b| {
-            acc | !b.is_ascii() | (b == escape) | (b == sub)
-        });
-        if !special {
-            Piece::Plain(raw)
-        } else {
-            Piece::Value(*v)
-        }
-    }
-
     fn is_empty(&self) -> bool {
         match self {
             Piece::Plain(raw) => raw.is_empty(),
@@ -1523,6 +1628,34 @@ impl<'a> Piece<'a> {
             Cow::Owned(text) => Cow::Owned(text.into_bytes()),
         }
     }
+}
+
+/// What [`scan_field`] needs to know of each byte value: bit 0, the repetition separator; bit 1, a byte that keeps
+/// a field from being a [`Piece::Plain`] (not ASCII, the escape or the subcomponent character).
+struct ByteClasses([u8; 256]);
+
+impl ByteClasses {
+    fn new(delims: &Delimiters) -> ByteClasses {
+        let mut classes = [0u8; 256];
+        for c in &mut classes[0x80..] {
+            *c = 2;
+        }
+        for special in [delims.escape, delims.subcomponent].into_iter().flatten() {
+            classes[special as usize] |= 2;
+        }
+        classes[delims.repetition as usize] |= 1;
+        ByteClasses(classes)
+    }
+}
+
+/// A field's repetition separators, counted, and whether it can be read as a [`Piece::Plain`]: ASCII without the
+/// escape or subcomponent character. One table lookup per byte (fields are too short for vector compares to pay).
+fn scan_field(raw: &[u8], classes: &ByteClasses) -> (usize, bool) {
+    let (separators, special) = raw.iter().fold((0usize, 0u8), |(n, special), &b| {
+        let c = classes.0[b as usize];
+        (n + usize::from(c & 1), special | c)
+    });
+    (separators, special & 2 == 0)
 }
 
 /// Bytes known to be UTF-8 (a plain piece's ASCII, or decoded text) as text: always borrowed.
