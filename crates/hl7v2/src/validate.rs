@@ -305,6 +305,15 @@ impl<T: TextPart + ?Sized> TextPart for &T {
 impl TextPart for usize {
     /// In decimal, as `Display` writes it.
     fn push_to(&self, out: &mut String) {
+        // Field numbers, repetitions and lengths are nearly always below 100: written from a table.
+        const PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+                             40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+                             8081828384858687888990919293949596979899";
+        match *self {
+            n @ 0..10 => return out.push_str(&PAIRS[2 * n + 1..2 * n + 2]),
+            n @ 10..100 => return out.push_str(&PAIRS[2 * n..2 * n + 2]),
+            _ => {}
+        }
         let mut digits = [0u8; 20];
         let mut n = *self;
         let mut start = digits.len();
@@ -758,7 +767,9 @@ impl Validator<'_, '_> {
         if name.contains(['(', ')']) {
             return short(&format!("{}/{name}", self.tree.group_path(g)));
         }
-        let mut path = self.tree.short_group_path(g);
+        let group = self.tree.short_group_path(g);
+        let mut path = String::with_capacity(group.len() + 1 + name.len());
+        path.push_str(&group);
         path.push('/');
         path.push_str(name);
         path
