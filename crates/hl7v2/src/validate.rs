@@ -993,7 +993,10 @@ impl Validator<'_, '_> {
             }
         }
         if check.active[0] {
-            self.value(&ctx, rep, check, Def::Field(fdef), 0);
+            match rep {
+                Piece::Plain(raw) => self.plain(&ctx, raw, check, Def::Field(fdef)),
+                Piece::Value(_) => self.value(&ctx, rep, check, Def::Field(fdef), 0),
+            }
         }
     }
 
@@ -1118,19 +1121,7 @@ impl Validator<'_, '_> {
                 if let Some((t, slot)) = coded
                     && depth == 0
                 {
-                    let code = v.component_text(1, delims);
-                    let system = v.component_text(3, delims);
-                    let hl7 = system.is_empty()
-                        || (system.len() == 7
-                            && system.starts_with("HL7")
-                            && system[3..].parse() == Ok(t));
-                    if hl7 && !code.is_empty() {
-                        let at = Ctx {
-                            component: 1,
-                            ..*ctx
-                        };
-                        self.table(&at, code.as_bytes(), t, slot, Rule::TableValue, def);
-                    }
+                    self.coded(ctx, v, t, slot, def);
                 }
                 let Some(dt) = self.defs.data_type_at(check.type_index) else {
                     return;
@@ -1169,23 +1160,125 @@ impl Validator<'_, '_> {
             }
             CheckKind::Primitive { syntax, table } => {
                 let text = v.primitive_text(depth, delims);
-                // Trailing spaces are padding, as receivers read them (a fixed-width sender's `N  `).
-                let end = text.iter().rposition(|&b| b != b' ').map_or(0, |p| p + 1);
-                let text = &text[..end];
-                if text.is_empty() {
-                    return;
+                self.primitive(ctx, &text, syntax, table, def);
+            }
+        }
+    }
+
+    /// What [`Validator::value`] does at depth 0 for a plain repetition (most are), split in place: the same
+    /// checks in the same order, without the generic walk's dispatch on the kind of piece at every step.
+    fn plain(&mut self, ctx: &Ctx, raw: &[u8], check: &Check, def: Def<'_>) {
+        let separator = self.msg.delimiters().component;
+        match check.kind {
+            CheckKind::Primitive { syntax, table } => {
+                // A primitive's value is its first component.
+                let end = raw.iter().position(|&b| b == separator);
+                self.primitive(ctx, &raw[..end.unwrap_or(raw.len())], syntax, table, def);
+            }
+            CheckKind::Composite { coded, ts } => {
+                if let Some((t, slot)) = coded {
+                    self.coded(ctx, Piece::Plain(raw), t, slot, def);
                 }
-                if syntax != Syntax::None {
-                    let text = utf8_text(text);
-                    if let Some(problem) = syntax.problem(&text) {
-                        self.bad_syntax(ctx, def, problem, &text);
-                        return;
+                let Some(dt) = self.defs.data_type_at(check.type_index) else {
+                    return;
+                };
+                let plans: &'static Plans = self.plans;
+                let checks = &plans.components[check.type_index as usize][..check.last_part[0]];
+                let mut parts = raw.split(|&b| b == separator);
+                for (k, ccheck) in checks.iter().enumerate() {
+                    let Some(part) = parts.next() else { break };
+                    if !ccheck.active[1] || part.is_empty() || part == b"\"\"" {
+                        continue;
+                    }
+                    let cdef = &dt.components[k];
+                    let cdef = if ts && k == 0 {
+                        Def::TimestampComponent(cdef)
+                    } else {
+                        Def::Component(cdef)
+                    };
+                    let at = Ctx {
+                        component: k + 1,
+                        ..*ctx
+                    };
+                    match ccheck.kind {
+                        CheckKind::Primitive { syntax, table } => {
+                            self.primitive(&at, part, syntax, table, cdef);
+                        }
+                        CheckKind::Composite { ts, .. } => {
+                            // A plain component has no subcomponent separator: it is its own first and only
+                            // subcomponent. (A composite is never active at depth 2, so only a primitive one is
+                            // checked.)
+                            let subs = &plans.components[ccheck.type_index as usize];
+                            let (Some(sdt), Some(scheck)) = (
+                                self.defs.data_type_at(ccheck.type_index),
+                                subs[..ccheck.last_part[1]].first(),
+                            ) else {
+                                continue;
+                            };
+                            if let CheckKind::Primitive { syntax, table } = scheck.kind
+                                && scheck.active[2]
+                            {
+                                let sdef = &sdt.components[0];
+                                let sdef = if ts {
+                                    Def::TimestampComponent(sdef)
+                                } else {
+                                    Def::Component(sdef)
+                                };
+                                let at = Ctx {
+                                    subcomponent: 1,
+                                    ..at
+                                };
+                                self.primitive(&at, part, syntax, table, sdef);
+                            }
+                        }
                     }
                 }
-                if let Some((t, slot, rule)) = table {
-                    self.table(ctx, text, t, slot, rule, def);
-                }
             }
+        }
+    }
+
+    /// The table of a coded composite (CE, CWE, CNE...) applies to its identifier, component 1, when it names
+    /// HL7's table `t` or no coding system at all.
+    fn coded(&mut self, ctx: &Ctx, v: Piece<'_>, t: u16, slot: u32, def: Def<'_>) {
+        let delims = self.msg.delimiters();
+        let code = v.component_text(1, delims);
+        let system = v.component_text(3, delims);
+        let hl7 = system.is_empty()
+            || (system.len() == 7 && system.starts_with("HL7") && system[3..].parse() == Ok(t));
+        if hl7 && !code.is_empty() {
+            let at = Ctx {
+                component: 1,
+                ..*ctx
+            };
+            self.table(&at, code.as_bytes(), t, slot, Rule::TableValue, def);
+        }
+    }
+
+    /// Checks a primitive's text (UTF-8 bytes): its syntax, then its table.
+    #[inline]
+    fn primitive(
+        &mut self,
+        ctx: &Ctx,
+        text: &[u8],
+        syntax: Syntax,
+        table: Option<(u16, u32, Rule)>,
+        def: Def<'_>,
+    ) {
+        // Trailing spaces are padding, as receivers read them (a fixed-width sender's `N  `).
+        let end = text.iter().rposition(|&b| b != b' ').map_or(0, |p| p + 1);
+        let text = &text[..end];
+        if text.is_empty() {
+            return;
+        }
+        if syntax != Syntax::None {
+            let text = utf8_text(text);
+            if let Some(problem) = syntax.problem(&text) {
+                self.bad_syntax(ctx, def, problem, &text);
+                return;
+            }
+        }
+        if let Some((t, slot, rule)) = table {
+            self.table(ctx, text, t, slot, rule, def);
         }
     }
 
