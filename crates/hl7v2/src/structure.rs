@@ -978,7 +978,8 @@ pub(crate) fn short(path: &str) -> String {
 /// Writes `/name(rep)`, `(0)` left out; false (writing nothing) when the name holds a parenthesis.
 fn write_short_step(out: &mut String, name: &str, rep: u32) -> bool {
     use std::fmt::Write as _;
-    if name.contains(['(', ')']) {
+    // Bytes, not a `char` pattern: a name is a few ASCII bytes, and this runs for every issue's path.
+    if name.bytes().any(|b| b == b'(' || b == b')') {
         return false;
     }
     out.push('/');

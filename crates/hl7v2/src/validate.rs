@@ -508,10 +508,13 @@ impl Validator<'_, '_> {
         let Some(id) = self.msg.segment(index).map(|s| s.id_bytes()) else {
             return 0;
         };
+        // Identifiers compared in place (`==` on slices calls `memcmp`).
+        let same =
+            |other: &[u8]| other.len() == id.len() && other.iter().zip(id).all(|(a, b)| a == b);
         self.msg
             .segments()
             .take(index + 1)
-            .filter(|s| s.id_bytes() == id)
+            .filter(|s| same(s.id_bytes()))
             .count()
     }
 
