@@ -1847,7 +1847,10 @@ fn is_date(t: &str) -> bool {
         return false;
     }
     if b.len() == 8 {
-        let year: u32 = t[..4].parse().unwrap_or(0);
+        // Four ASCII digits (checked above).
+        let year = b[..4]
+            .iter()
+            .fold(0u32, |y, &d| y * 10 + u32::from(d - b'0'));
         let month = two(b, 4).unwrap_or(0);
         let days = match month {
             2 if (year.is_multiple_of(4) && !year.is_multiple_of(100))
@@ -1894,7 +1897,8 @@ fn is_clock(b: &[u8]) -> bool {
 
 /// Splits a `+ZZZZ`/`-ZZZZ` offset off the end; `None` when an offset is there but malformed.
 fn split_offset(t: &str) -> Option<(&str, bool)> {
-    match t.rfind(['+', '-']) {
+    // Bytes, not a `char` pattern: `+` and `-` are ASCII, which no byte of a multi-byte character equals.
+    match t.bytes().rposition(|b| b == b'+' || b == b'-') {
         None => Some((t, true)),
         Some(p) => {
             let z = &t.as_bytes()[p + 1..];
