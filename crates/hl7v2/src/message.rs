@@ -24,9 +24,8 @@ pub struct Message<'a> {
     pub(crate) spans: Vec<Span>,
     pub(crate) diags: Vec<Diagnostic>,
     pub(crate) tree_options: TreeOptions,
-    /// Built on first use by a group path or [`Message::group_tree`]. In place rather than boxed: a message that is
-    /// validated builds its tree every time, and the box was one more allocation per message.
-    pub(crate) tree: OnceLock<GroupTree>,
+    /// Built on first use by a group path or [`Message::group_tree`].
+    pub(crate) tree: OnceLock<Box<GroupTree>>,
 }
 
 /// A byte range `start..end` of the input.
@@ -234,7 +233,7 @@ impl<'a> Message<'a> {
     /// ```
     pub fn group_tree(&self) -> &GroupTree {
         self.tree
-            .get_or_init(|| GroupTree::build(self, &self.tree_options))
+            .get_or_init(|| Box::new(GroupTree::build(self, &self.tree_options)))
     }
 
     /// The segment a path names: by occurrence in the whole message (flat path), or through the group tree.
