@@ -68,11 +68,14 @@ impl Charset {
     /// this character set (always for ASCII content). Invalid sequences become U+FFFD.
     pub fn decode<'a>(&self, bytes: &'a [u8]) -> Cow<'a, str> {
         match self {
-            Charset::Ascii | Charset::Utf8 => String::from_utf8_lossy(bytes),
+            // `from_utf8` first: `from_utf8_lossy` gives the same borrowed text for valid input, more slowly.
+            Charset::Ascii | Charset::Utf8 => std::str::from_utf8(bytes)
+                .map_or_else(|_| String::from_utf8_lossy(bytes), Cow::Borrowed),
             Charset::Iso8859(n) => {
                 if bytes.is_ascii() {
-                    // SAFETY-free fast path: ASCII is valid UTF-8.
-                    return String::from_utf8_lossy(bytes);
+                    // ASCII is valid UTF-8, and every ISO 8859 part reads it as itself.
+                    return std::str::from_utf8(bytes)
+                        .map_or_else(|_| String::from_utf8_lossy(bytes), Cow::Borrowed);
                 }
                 match encoding(*n) {
                     // Latin-1 maps every byte to the code point of the same value; encoding_rs would read it as

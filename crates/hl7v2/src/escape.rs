@@ -23,7 +23,21 @@ pub fn decode<'a>(raw: &'a [u8], delims: &Delimiters, charset: Charset) -> Cow<'
     let Some(esc) = delims.escape else {
         return charset.decode(raw);
     };
-    if memchr::memchr(esc, raw).is_none() {
+    let escaped = if raw.len() < 64 {
+        // Values read by path are a few bytes long and nearly always plain ASCII, which every character set
+        // reads as itself: one pass (no early exit, so it vectorises) finds both, sooner than `memchr`'s set-up
+        // would find the escape character alone.
+        let (escaped, ascii) = raw.iter().fold((false, true), |(e, a), &b| {
+            (e | (b == esc), a & b.is_ascii())
+        });
+        if !escaped && ascii {
+            return std::str::from_utf8(raw).map_or_else(|_| charset.decode(raw), Cow::Borrowed);
+        }
+        escaped
+    } else {
+        memchr::memchr(esc, raw).is_some()
+    };
+    if !escaped {
         return charset.decode(raw);
     }
     let mut out = Vec::with_capacity(raw.len());

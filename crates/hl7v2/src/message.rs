@@ -143,7 +143,7 @@ impl<'a> Message<'a> {
         let mut seen = 0;
         for index in 0..self.segs.len() {
             let seg = &self.segs[index];
-            if self.spans[seg.first as usize].slice(self.buf) == id {
+            if same_bytes(self.spans[seg.first as usize].slice(self.buf), id) {
                 seen += 1;
                 if seen == occurrence {
                     return Some(Segment { msg: self, index });
@@ -167,10 +167,40 @@ impl<'a> Message<'a> {
     /// ```
     pub fn get(&self, path: impl AsPath) -> Option<Cow<'a, str>> {
         let path = path.as_path()?;
-        let leaf = self.value(&path)?;
-        let leaf = leaf.component(path.component.unwrap_or(1))?;
-        let leaf = leaf.subcomponent(path.subcomponent.unwrap_or(1))?;
-        Some(leaf.text())
+        let seg = self.segment_at(&path)?;
+        let (raw, verbatim) = self.leaf(seg.index, &path)?;
+        Some(if verbatim {
+            String::from_utf8_lossy(raw)
+        } else {
+            escape::decode(raw, &self.delims, self.charset)
+        })
+    }
+
+    /// The bytes of the primitive value `path` names in the segment at `index`, and whether they are MSH-1/MSH-2
+    /// (read verbatim): what `Segment::field`, `Value::repetition`, `component(c or 1)` and `subcomponent(s or
+    /// 1)` give, found in one pass per level without building `Value`s (group-path and flat reads spend most of
+    /// their time here).
+    fn leaf(&self, index: usize, path: &Path) -> Option<(&'a [u8], bool)> {
+        if path.field == 0 {
+            return None;
+        }
+        let raw = self.field_span(index, path.field)?.slice(self.buf);
+        let component = path.component.unwrap_or(1);
+        let subcomponent = path.subcomponent.unwrap_or(1);
+        if path.field <= 2 && (Segment { msg: self, index }).is_header() {
+            // MSH-1 and MSH-2 are not split: each is its own only repetition, component and subcomponent.
+            return (path.repetition == 1 && component == 1 && subcomponent == 1)
+                .then_some((raw, true));
+        }
+        let d = &self.delims;
+        let raw = nth_part(raw, d.repetition, path.repetition)?;
+        let raw = nth_part(raw, d.component, component)?;
+        let raw = match d.subcomponent {
+            Some(s) => nth_part(raw, s, subcomponent)?,
+            // No subcomponent separator: a component is its own only subcomponent.
+            None => (subcomponent == 1).then_some(raw)?,
+        };
+        Some((raw, false))
     }
 
     /// The raw (still escaped) bytes at exactly the depth the path names: `PID-5` is the whole first repetition
@@ -485,6 +515,32 @@ impl<'a> Value<'a> {
             Level::Subcomponent | Level::Verbatim => (n == 1).then_some(*self),
         }
     }
+}
+
+/// `a == b` for the few bytes of a segment identifier, compared in place (`==` on slices calls `memcmp`).
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// The `n`-th (1-based) part of `raw` split at `sep`, as [`Parts`] yields them (an empty `raw` has one empty part);
+/// `None` past the last. A byte loop: the values read are a few bytes long, where `memchr`'s set-up costs more
+/// than it saves.
+fn nth_part(raw: &[u8], sep: u8, n: usize) -> Option<&[u8]> {
+    if n == 0 {
+        return None;
+    }
+    let mut start = 0;
+    if n != 1 {
+        let mut k = 1;
+        let at = raw.iter().position(|&b| {
+            k += usize::from(b == sep);
+            k == n
+        })?;
+        start = at + 1;
+    }
+    let rest = raw.get(start..)?;
+    let end = rest.iter().position(|&b| b == sep).unwrap_or(rest.len());
+    Some(&rest[..end])
 }
 
 /// Iterator over the parts of a [`Value`] (see [`Value::parts`]).

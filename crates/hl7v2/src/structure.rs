@@ -251,6 +251,12 @@ impl Node {
     }
 }
 
+/// `a == b` for the short names of nodes and path steps, compared in place (`==` on `str` calls `memcmp`, which
+/// costs more than the comparison for names of a few bytes).
+fn same_name(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
+}
+
 /// Packs a three-character segment identifier; any other length gives [`NO_KEY`].
 pub(crate) fn seg_key(id: &[u8]) -> u32 {
     match id {
@@ -725,21 +731,27 @@ impl GroupTree {
         self.structure.map_or("", |c| &*c.nodes[node as usize].name)
     }
 
-    /// True when `name`, as a path step writes it, names the node: its own name or HAPI's name for it.
-    fn names_match(&self, node: u32, name: &str) -> bool {
+    /// What a path step's name matches: the name as written and, when HAPI names it differently, our name for it
+    /// (looked up once per step, not per node compared).
+    fn step_names<'n>(&self, name: &'n str) -> (&'n str, Option<&'n str>) {
+        let canonical = self.canonical_name(name);
+        (name, (canonical != name).then_some(canonical))
+    }
+
+    /// True when a step's names (from [`GroupTree::step_names`]) name the node: its own name or HAPI's name for it.
+    fn names_match(&self, node: u32, (name, canonical): (&str, Option<&str>)) -> bool {
         let own = self.node_name(node);
-        own == name || self.canonical_name(name) == own
+        same_name(own, name) || canonical.is_some_and(|c| same_name(own, c))
     }
 
     /// The name these definitions give to what HAPI names `hapi_name` in this message's structure (HAPI names a
     /// few groups its own way, and the segment CON `CON_`); other names are returned unchanged. Group paths
     /// written for HAPI read the same segments here.
     pub fn canonical_name<'n>(&self, hapi_name: &'n str) -> &'n str {
-        let structure = self.structure_id().unwrap_or("");
-        if let Some(&(_, _, ours)) = HAPI_NAMES
-            .iter()
-            .find(|(s, hapi, _)| (*s == structure || s.is_empty()) && *hapi == hapi_name)
-        {
+        // The name first: it differs (in length, mostly) from every entry for nearly all names.
+        if let Some(&(_, _, ours)) = HAPI_NAMES.iter().find(|(s, hapi, _)| {
+            same_name(hapi, hapi_name) && (s.is_empty() || *s == self.structure_id().unwrap_or(""))
+        }) {
             return ours;
         }
         hapi_name
@@ -757,17 +769,19 @@ impl GroupTree {
     /// anywhere below (in document order) and its repetition.
     fn find_group(&self, group: u32, step: &Step) -> Option<u32> {
         let rep = step.repetition.checked_sub(1)? as u32;
+        let names = self.step_names(&step.name);
         if !step.search {
             return self.groups.iter().enumerate().skip(1).find_map(|(i, g)| {
-                (g.parent == group && g.rep == rep && self.names_match(g.node, &step.name))
+                (g.parent == group && g.rep == rep && self.names_match(g.node, names))
                     .then_some(i as u32)
             });
         }
         // The first instance (in creation order, which is document order) below `group` with that name fixes
         // which node is meant; then its repetition `rep` under the same parent.
-        let first = self.groups.iter().enumerate().skip(1).find(|(i, g)| {
-            self.names_match(g.node, &step.name) && self.is_below(*i as u32, group)
-        })?;
+        let first =
+            self.groups.iter().enumerate().skip(1).find(|(i, g)| {
+                self.names_match(g.node, names) && self.is_below(*i as u32, group)
+            })?;
         let (node, parent) = (first.1.node, first.1.parent);
         self.groups.iter().enumerate().skip(1).find_map(|(i, g)| {
             (g.node == node && g.parent == parent && g.rep == rep).then_some(i as u32)
@@ -776,14 +790,16 @@ impl GroupTree {
 
     fn find_segment(&self, group: u32, step: &Step) -> Option<usize> {
         let rep = step.repetition.checked_sub(1)? as u32;
+        let names = self.step_names(&step.name);
         if !step.search {
-            return self.placed.iter().position(|p| {
-                p.group == group && p.rep == rep && self.names_match(p.node, &step.name)
-            });
+            return self
+                .placed
+                .iter()
+                .position(|p| p.group == group && p.rep == rep && self.names_match(p.node, names));
         }
         let key = seg_key(step.name.as_bytes());
         let first = self.placed.iter().find(|p| {
-            (self.names_match(p.node, &step.name) || self.node_key(p.node) == key)
+            (self.names_match(p.node, names) || self.node_key(p.node) == key)
                 && self.is_below(p.group, group)
         })?;
         let (node, g) = (first.node, first.group);
@@ -962,7 +978,8 @@ pub(crate) fn short(path: &str) -> String {
 /// Writes `/name(rep)`, `(0)` left out; false (writing nothing) when the name holds a parenthesis.
 fn write_short_step(out: &mut String, name: &str, rep: u32) -> bool {
     use std::fmt::Write as _;
-    if name.contains(['(', ')']) {
+    // Bytes, not a `char` pattern: a name is a few ASCII bytes, and this runs for every issue's path.
+    if name.bytes().any(|b| b == b'(' || b == b')') {
         return false;
     }
     out.push('/');

@@ -305,6 +305,15 @@ impl<T: TextPart + ?Sized> TextPart for &T {
 impl TextPart for usize {
     /// In decimal, as `Display` writes it.
     fn push_to(&self, out: &mut String) {
+        // Field numbers, repetitions and lengths are nearly always below 100: written from a table.
+        const PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+                             40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+                             8081828384858687888990919293949596979899";
+        match *self {
+            n @ 0..10 => return out.push_str(&PAIRS[2 * n + 1..2 * n + 2]),
+            n @ 10..100 => return out.push_str(&PAIRS[2 * n..2 * n + 2]),
+            _ => {}
+        }
         let mut digits = [0u8; 20];
         let mut n = *self;
         let mut start = digits.len();
@@ -351,7 +360,8 @@ pub fn validate(msg: &Message<'_>, profile: &Profile) -> Report {
         plans: plans(defs),
         profile,
         issues: Vec::new(),
-        order: Vec::new(),
+        order: OrderKeys::default(),
+        classes: ByteClasses::new(msg.delimiters()),
         occurrences: OnceCell::new(),
     };
     v.header();
@@ -359,10 +369,10 @@ pub fn validate(msg: &Message<'_>, profile: &Profile) -> Report {
     v.fields();
     // Issues are found by rule, then by segment: put them in message order (a stable sort, so issues of one
     // segment keep their order), unless they already are.
-    let issues = if v.order.is_sorted() {
+    let issues = if v.order.iter().is_sorted() {
         v.issues
     } else {
-        let mut keyed: Vec<(usize, Issue)> = v.order.into_iter().zip(v.issues).collect();
+        let mut keyed: Vec<(usize, Issue)> = v.order.iter().zip(v.issues).collect();
         keyed.sort_by_key(|(k, _)| *k);
         keyed.into_iter().map(|(_, i)| i).collect()
     };
@@ -370,6 +380,32 @@ pub fn validate(msg: &Message<'_>, profile: &Profile) -> Report {
         structure: tree.structure_id().map(str::to_owned),
         version: tree.version(),
         issues,
+    }
+}
+
+/// Per issue, the index of the segment it belongs to: the first few in place (a message has a few issues, and
+/// the vector would cost an allocation for each report), the others in a vector.
+#[derive(Default)]
+struct OrderKeys {
+    first: [usize; 8],
+    len: usize,
+    more: Vec<usize>,
+}
+
+impl OrderKeys {
+    fn push(&mut self, key: usize) {
+        match self.first.get_mut(self.len) {
+            Some(slot) => *slot = key,
+            None => self.more.push(key),
+        }
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.first[..self.len.min(self.first.len())]
+            .iter()
+            .chain(&self.more)
+            .copied()
     }
 }
 
@@ -402,7 +438,9 @@ struct Validator<'v, 'a> {
     profile: &'v Profile,
     issues: Vec<Issue>,
     /// Per issue, the index of the segment it belongs to (issues are reported in message order).
-    order: Vec<usize>,
+    order: OrderKeys,
+    /// The message's delimiters as byte classes, for [`scan_field`].
+    classes: ByteClasses,
     /// Per segment, its 1-based occurrence among segments with its identifier (ERR-2.2): counted for the first
     /// issue, so a clean message does not pay for it.
     occurrences: OnceCell<Vec<usize>>,
@@ -448,17 +486,36 @@ impl Validator<'_, '_> {
         }
         ErrorLocation {
             segment_id,
-            sequence: self
-                .occurrences
-                .get_or_init(|| occurrences(self.msg))
-                .get(index)
-                .copied()
-                .unwrap_or(0),
+            sequence: self.occurrence(index),
             field,
             repetition,
             component,
             subcomponent: 0,
         }
+    }
+
+    /// The 1-based occurrence of the segment at `index` among segments with its identifier (ERR-2.2): counted in
+    /// place in a message of a few dozen segments, through a table counted once in a larger one.
+    fn occurrence(&self, index: usize) -> usize {
+        if self.msg.segment_count() > 64 {
+            return self
+                .occurrences
+                .get_or_init(|| occurrences(self.msg))
+                .get(index)
+                .copied()
+                .unwrap_or(0);
+        }
+        let Some(id) = self.msg.segment(index).map(|s| s.id_bytes()) else {
+            return 0;
+        };
+        // Identifiers compared in place (`==` on slices calls `memcmp`).
+        let same =
+            |other: &[u8]| other.len() == id.len() && other.iter().zip(id).all(|(a, b)| a == b);
+        self.msg
+            .segments()
+            .take(index + 1)
+            .filter(|s| same(s.id_bytes()))
+            .count()
     }
 
     /// Version and structure: what could not be resolved.
@@ -570,8 +627,27 @@ impl Validator<'_, '_> {
         let tree = self.tree;
         let groups = tree.group_instances().len();
         // (group instance, child node), one entry per occurrence, sorted: a child's count is the length of its run.
-        let mut counts: Vec<(u32, u32)> = Vec::with_capacity(self.msg.segment_count() + groups);
-        counts.extend(tree.placements().map(|(group, node, _)| (group, node)));
+        // On the stack for a message of a few dozen segments and groups (most), else on the heap.
+        let entries = tree
+            .placements()
+            .map(|(group, node, _)| (group, node))
+            .chain(
+                tree.group_instances()
+                    .skip(1)
+                    .map(|(node, parent, _)| (parent, node)),
+            );
+        let n = tree.placements().len() + groups.saturating_sub(1);
+        let mut small = [(0u32, 0u32); 64];
+        let mut large = Vec::new();
+        let counts: &mut [(u32, u32)] = if n <= small.len() {
+            for (slot, e) in small.iter_mut().zip(entries) {
+                *slot = e;
+            }
+            &mut small[..n]
+        } else {
+            large.extend(entries);
+            &mut large
+        };
         // The last segment index in each group instance: issues about it are reported there. The message's is its
         // last segment; the others' are counted for the first issue that needs them.
         let last_in_groups: OnceCell<Vec<usize>> = OnceCell::new();
@@ -594,12 +670,8 @@ impl Validator<'_, '_> {
                 last
             })[g]
         };
-        counts.extend(
-            tree.group_instances()
-                .skip(1)
-                .map(|(node, parent, _)| (parent, node)),
-        );
         counts.sort_unstable();
+        let counts: &[(u32, u32)] = counts;
         // Group instances in order, and each one's children in order (their node indexes are contiguous and
         // increasing), visit the keys in sorted order: the runs are read in one pass over `counts`.
         let mut at = 0;
@@ -698,7 +770,9 @@ impl Validator<'_, '_> {
         if name.contains(['(', ')']) {
             return short(&format!("{}/{name}", self.tree.group_path(g)));
         }
-        let mut path = self.tree.short_group_path(g);
+        let group = self.tree.short_group_path(g);
+        let mut path = String::with_capacity(group.len() + 1 + name.len());
+        path.push_str(&group);
         path.push('/');
         path.push_str(name);
         path
@@ -771,129 +845,45 @@ impl Validator<'_, '_> {
         checks: &'static [Check],
         required: &'static [u64],
     ) {
-        // Whether field k + 1 is required, without reading its definition (most fields are empty: reading each
-        // one's definition to know would cost a cache line per field).
-        let is_required = |k: usize| required[k / 64] >> (k % 64) & 1 == 1;
         let defs = &def.fields;
         let count = seg.field_count();
-        let version = self.defs.version();
         // Lengths are known for 2.1-2.6 only.
-        let lengths = version <= Version::V2_6;
+        let lengths = self.defs.version() <= Version::V2_6;
         let header = seg.is_header();
-        // The spans of the fields the segment has (`seg.field(n)` is `None` past them), read directly: most
-        // defined fields are empty, and those are passed over without building a `Value`.
+        // The spans of the fields the segment has (`seg.field(n)` is `None` past them), read directly.
         let sg = &self.msg.segs[i];
         let spans = self
             .msg
             .spans
             .get(sg.first as usize + 1..(sg.first + sg.count) as usize)
             .unwrap_or_default();
-        for (k, ((fdef, check), span)) in defs.iter().zip(checks).zip(spans).enumerate() {
-            let n = k + 1;
-            let value = if span.is_empty() {
-                None
-            } else {
-                seg.field(n).filter(|v| !v.is_empty())
-            };
-            let Some(value) = value else {
-                if is_required(k) {
-                    self.required(seg, i, n, fdef);
-                }
-                continue;
-            };
-            let at = Ctx {
-                index: i,
-                field: n,
-                repetition: 1,
-                component: 0,
-                subcomponent: 0,
-            };
-            if header && n <= 2 {
-                continue;
+        let buf = self.msg.buf;
+        // Most defined fields are empty and not required: the fields are taken 64 at a time as two bit sets, the
+        // non-empty ones and the required ones (read from the plan, not from each field's definition), and only
+        // fields in either are visited, in field order.
+        for block in 0..defs.len().div_ceil(64) {
+            let start = block * 64;
+            let end = defs.len().min(start + 64);
+            let mut present = 0u64;
+            for (j, span) in spans
+                .get(start..end.min(spans.len()))
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+            {
+                present |= u64::from(!span.is_empty()) << j;
             }
-            if fdef.max == Some(0) {
-                let message = text!(
-                    "field ",
-                    seg.id(),
-                    "-",
-                    n,
-                    " (",
-                    fdef.name,
-                    ") is withdrawn in ",
-                    version.as_str(),
-                    "; its value is kept for backward compatibility only"
-                );
-                self.report_at(Rule::Withdrawn, &at, message);
-                continue;
-            }
-            if let Some(max) = fdef.max {
-                // As many repetitions as `value.parts()` yields, counted without splitting.
-                let separator = self.msg.delimiters().repetition;
-                let reps = 1 + value.raw().iter().filter(|&&b| b == separator).count();
-                if reps > max as usize {
-                    let message = if max == 1 {
-                        text!(
-                            "field ",
-                            seg.id(),
-                            "-",
-                            n,
-                            " (",
-                            fdef.name,
-                            ") may not repeat; it has ",
-                            reps,
-                            " repetitions"
-                        )
-                    } else {
-                        text!(
-                            "field ",
-                            seg.id(),
-                            "-",
-                            n,
-                            " (",
-                            fdef.name,
-                            ") repeats ",
-                            reps,
-                            " times, at most ",
-                            max,
-                            " allowed"
-                        )
-                    };
-                    self.report_at(Rule::FieldRepetition, &at, message);
+            let mut visit = present | required.get(block).copied().unwrap_or(0);
+            while visit != 0 {
+                let j = visit.trailing_zeros() as usize;
+                visit &= visit - 1;
+                let k = start + j;
+                if present >> j & 1 == 0 {
+                    self.required(seg, i, k + 1, &defs[k]);
+                } else if !(header && k < 2) {
+                    let raw = spans[k].slice(buf);
+                    self.field(seg, i, k + 1, raw, &defs[k], &checks[k], lengths);
                 }
-            }
-            let length = fdef.length.filter(|_| lengths);
-            if length.is_none() && !check.active[0] {
-                // Nothing to check in any repetition: not even split.
-                continue;
-            }
-            let delims = self.msg.delimiters();
-            let repetitions = Piece::of(&value, delims).parts(Some(delims.repetition));
-            for (r, rep) in repetitions.enumerate() {
-                if rep.is_empty() || rep.is_null() {
-                    continue;
-                }
-                let ctx = Ctx {
-                    repetition: r + 1,
-                    ..at
-                };
-                // Decoding can only shorten a value, so the raw length bounds the text's.
-                if let Some(max) = length
-                    && rep.raw_len() > max as usize
-                {
-                    let len = rep.text_len();
-                    if len > max as usize {
-                        self.too_long(seg, &ctx, fdef, len, max);
-                    }
-                }
-                if check.active[0] {
-                    self.value(&ctx, rep, check, Def::Field(fdef), 0);
-                }
-            }
-        }
-        // The defined fields past the segment's last one are empty.
-        for (k, fdef) in defs.iter().enumerate().skip(spans.len()) {
-            if is_required(k) {
-                self.required(seg, i, k + 1, fdef);
             }
         }
         if count > defs.len() {
@@ -905,7 +895,7 @@ impl Validator<'_, '_> {
                     " defines ",
                     defs.len(),
                     " fields in ",
-                    version.as_str(),
+                    self.defs.version().as_str(),
                     "; field ",
                     n,
                     " is beyond them"
@@ -920,6 +910,155 @@ impl Validator<'_, '_> {
                 self.report_at(Rule::ExtraField, &ctx, message);
             }
         }
+    }
+
+    /// Checks field `n` (non-empty, `raw`) of the segment at index `i`: withdrawn, repeated, then each repetition.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn field(
+        &mut self,
+        seg: &Segment<'_, '_>,
+        i: usize,
+        n: usize,
+        raw: &[u8],
+        fdef: &FieldDef,
+        check: &Check,
+        lengths: bool,
+    ) {
+        let at = Ctx {
+            index: i,
+            field: n,
+            repetition: 1,
+            component: 0,
+            subcomponent: 0,
+        };
+        if fdef.max == Some(0) {
+            self.withdrawn(seg, &at, fdef);
+            return;
+        }
+        let delims = *self.msg.delimiters();
+        // One pass: the repetition separators (as many repetitions as `Value::parts` yields, plus one) and whether
+        // the field is plain (see `Piece::Plain`).
+        let (separators, plain) = scan_field(raw, &self.classes);
+        if let Some(max) = fdef.max
+            && separators >= max as usize
+        {
+            self.repeated(seg, &at, fdef, separators + 1, max);
+        }
+        let length = fdef.length.filter(|_| lengths);
+        if length.is_none() && !check.active[0] {
+            // Nothing to check in any repetition: not even split.
+            return;
+        }
+        // Repetitions split in place when the field is plain (the common case), else through `Value`. (Split here
+        // rather than through one iterator over both kinds: building that iterator from bytes cost a stalled load
+        // per field.)
+        if plain && separators == 0 {
+            self.repetition(seg, &at, 0, Piece::Plain(raw), fdef, check, length);
+        } else if plain {
+            for (r, rep) in raw.split(|&b| b == delims.repetition).enumerate() {
+                self.repetition(seg, &at, r, Piece::Plain(rep), fdef, check, length);
+            }
+        } else if let Some(value) = seg.field(n) {
+            for (r, rep) in value.parts().enumerate() {
+                self.repetition(seg, &at, r, Piece::Value(rep), fdef, check, length);
+            }
+        }
+    }
+
+    /// Checks repetition `r` (0-based) of a field: its length, then its value as its [`Check`] says.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn repetition(
+        &mut self,
+        seg: &Segment<'_, '_>,
+        at: &Ctx,
+        r: usize,
+        rep: Piece<'_>,
+        fdef: &FieldDef,
+        check: &Check,
+        length: Option<u32>,
+    ) {
+        if rep.is_empty() || rep.is_null() {
+            return;
+        }
+        let ctx = Ctx {
+            repetition: r + 1,
+            ..*at
+        };
+        // Decoding can only shorten a value, so the raw length bounds the text's.
+        if let Some(max) = length
+            && rep.raw_len() > max as usize
+        {
+            let len = rep.text_len();
+            if len > max as usize {
+                self.too_long(seg, &ctx, fdef, len, max);
+            }
+        }
+        if check.active[0] {
+            match rep {
+                Piece::Plain(raw) => self.plain(&ctx, raw, check, Def::Field(fdef)),
+                Piece::Value(_) => self.value(&ctx, rep, check, Def::Field(fdef), 0),
+            }
+        }
+    }
+
+    /// Reports a value in a withdrawn field.
+    #[cold]
+    fn withdrawn(&mut self, seg: &Segment<'_, '_>, at: &Ctx, fdef: &FieldDef) {
+        let message = text!(
+            "field ",
+            seg.id(),
+            "-",
+            at.field,
+            " (",
+            fdef.name,
+            ") is withdrawn in ",
+            self.defs.version().as_str(),
+            "; its value is kept for backward compatibility only"
+        );
+        self.report_at(Rule::Withdrawn, at, message);
+    }
+
+    /// Reports a field repeated more often than its maximum.
+    #[cold]
+    fn repeated(
+        &mut self,
+        seg: &Segment<'_, '_>,
+        at: &Ctx,
+        fdef: &FieldDef,
+        reps: usize,
+        max: u32,
+    ) {
+        let n = at.field;
+        let message = if max == 1 {
+            text!(
+                "field ",
+                seg.id(),
+                "-",
+                n,
+                " (",
+                fdef.name,
+                ") may not repeat; it has ",
+                reps,
+                " repetitions"
+            )
+        } else {
+            text!(
+                "field ",
+                seg.id(),
+                "-",
+                n,
+                " (",
+                fdef.name,
+                ") repeats ",
+                reps,
+                " times, at most ",
+                max,
+                " allowed"
+            )
+        };
+        self.report_at(Rule::FieldRepetition, at, message);
     }
 
     /// Reports a repetition longer than its field's maximum length.
@@ -985,19 +1124,7 @@ impl Validator<'_, '_> {
                 if let Some((t, slot)) = coded
                     && depth == 0
                 {
-                    let code = v.component_text(1, delims);
-                    let system = v.component_text(3, delims);
-                    let hl7 = system.is_empty()
-                        || (system.len() == 7
-                            && system.starts_with("HL7")
-                            && system[3..].parse() == Ok(t));
-                    if hl7 && !code.is_empty() {
-                        let at = Ctx {
-                            component: 1,
-                            ..*ctx
-                        };
-                        self.table(&at, code.as_bytes(), t, slot, Rule::TableValue, def);
-                    }
+                    self.coded(ctx, v, t, slot, def);
                 }
                 let Some(dt) = self.defs.data_type_at(check.type_index) else {
                     return;
@@ -1036,23 +1163,125 @@ impl Validator<'_, '_> {
             }
             CheckKind::Primitive { syntax, table } => {
                 let text = v.primitive_text(depth, delims);
-                // Trailing spaces are padding, as receivers read them (a fixed-width sender's `N  `).
-                let end = text.iter().rposition(|&b| b != b' ').map_or(0, |p| p + 1);
-                let text = &text[..end];
-                if text.is_empty() {
-                    return;
+                self.primitive(ctx, &text, syntax, table, def);
+            }
+        }
+    }
+
+    /// What [`Validator::value`] does at depth 0 for a plain repetition (most are), split in place: the same
+    /// checks in the same order, without the generic walk's dispatch on the kind of piece at every step.
+    fn plain(&mut self, ctx: &Ctx, raw: &[u8], check: &Check, def: Def<'_>) {
+        let separator = self.msg.delimiters().component;
+        match check.kind {
+            CheckKind::Primitive { syntax, table } => {
+                // A primitive's value is its first component.
+                let end = raw.iter().position(|&b| b == separator);
+                self.primitive(ctx, &raw[..end.unwrap_or(raw.len())], syntax, table, def);
+            }
+            CheckKind::Composite { coded, ts } => {
+                if let Some((t, slot)) = coded {
+                    self.coded(ctx, Piece::Plain(raw), t, slot, def);
                 }
-                if syntax != Syntax::None {
-                    let text = utf8_text(text);
-                    if let Some(problem) = syntax.problem(&text) {
-                        self.bad_syntax(ctx, def, problem, &text);
-                        return;
+                let Some(dt) = self.defs.data_type_at(check.type_index) else {
+                    return;
+                };
+                let plans: &'static Plans = self.plans;
+                let checks = &plans.components[check.type_index as usize][..check.last_part[0]];
+                let mut parts = raw.split(|&b| b == separator);
+                for (k, ccheck) in checks.iter().enumerate() {
+                    let Some(part) = parts.next() else { break };
+                    if !ccheck.active[1] || part.is_empty() || part == b"\"\"" {
+                        continue;
+                    }
+                    let cdef = &dt.components[k];
+                    let cdef = if ts && k == 0 {
+                        Def::TimestampComponent(cdef)
+                    } else {
+                        Def::Component(cdef)
+                    };
+                    let at = Ctx {
+                        component: k + 1,
+                        ..*ctx
+                    };
+                    match ccheck.kind {
+                        CheckKind::Primitive { syntax, table } => {
+                            self.primitive(&at, part, syntax, table, cdef);
+                        }
+                        CheckKind::Composite { ts, .. } => {
+                            // A plain component has no subcomponent separator: it is its own first and only
+                            // subcomponent. (A composite is never active at depth 2, so only a primitive one is
+                            // checked.)
+                            let subs = &plans.components[ccheck.type_index as usize];
+                            let (Some(sdt), Some(scheck)) = (
+                                self.defs.data_type_at(ccheck.type_index),
+                                subs[..ccheck.last_part[1]].first(),
+                            ) else {
+                                continue;
+                            };
+                            if let CheckKind::Primitive { syntax, table } = scheck.kind
+                                && scheck.active[2]
+                            {
+                                let sdef = &sdt.components[0];
+                                let sdef = if ts {
+                                    Def::TimestampComponent(sdef)
+                                } else {
+                                    Def::Component(sdef)
+                                };
+                                let at = Ctx {
+                                    subcomponent: 1,
+                                    ..at
+                                };
+                                self.primitive(&at, part, syntax, table, sdef);
+                            }
+                        }
                     }
                 }
-                if let Some((t, slot, rule)) = table {
-                    self.table(ctx, text, t, slot, rule, def);
-                }
             }
+        }
+    }
+
+    /// The table of a coded composite (CE, CWE, CNE...) applies to its identifier, component 1, when it names
+    /// HL7's table `t` or no coding system at all.
+    fn coded(&mut self, ctx: &Ctx, v: Piece<'_>, t: u16, slot: u32, def: Def<'_>) {
+        let delims = self.msg.delimiters();
+        let code = v.component_text(1, delims);
+        let system = v.component_text(3, delims);
+        let hl7 = system.is_empty()
+            || (system.len() == 7 && system.starts_with("HL7") && system[3..].parse() == Ok(t));
+        if hl7 && !code.is_empty() {
+            let at = Ctx {
+                component: 1,
+                ..*ctx
+            };
+            self.table(&at, code.as_bytes(), t, slot, Rule::TableValue, def);
+        }
+    }
+
+    /// Checks a primitive's text (UTF-8 bytes): its syntax, then its table.
+    #[inline]
+    fn primitive(
+        &mut self,
+        ctx: &Ctx,
+        text: &[u8],
+        syntax: Syntax,
+        table: Option<(u16, u32, Rule)>,
+        def: Def<'_>,
+    ) {
+        // Trailing spaces are padding, as receivers read them (a fixed-width sender's `N  `).
+        let end = text.iter().rposition(|&b| b != b' ').map_or(0, |p| p + 1);
+        let text = &text[..end];
+        if text.is_empty() {
+            return;
+        }
+        if syntax != Syntax::None {
+            let text = utf8_text(text);
+            if let Some(problem) = syntax.problem(&text) {
+                self.bad_syntax(ctx, def, problem, &text);
+                return;
+            }
+        }
+        if let Some((t, slot, rule)) = table {
+            self.table(ctx, text, t, slot, rule, def);
         }
     }
 
@@ -1429,23 +1658,6 @@ enum Piece<'a> {
 }
 
 impl<'a> Piece<'a> {
-    /// A field (or a repetition), plain when it can be.
-    fn of(v: &Value<'a>, delims: &Delimiters) -> Piece<'a> {
-        // A missing delimiter becomes a byte no ASCII text holds. One pass without early exit: the compiler
-        // turns it into vector compares.
-        let escape = delims.escape.unwrap_or(0x80);
-        let sub = delims.subcomponent.unwrap_or(0x80);
-        let raw = v.raw();
-        let special = raw.iter().fold(false, |acc, &b| {
-            acc | !b.is_ascii() | (b == escape) | (b == sub)
-        });
-        if !special {
-            Piece::Plain(raw)
-        } else {
-            Piece::Value(*v)
-        }
-    }
-
     fn is_empty(&self) -> bool {
         match self {
             Piece::Plain(raw) => raw.is_empty(),
@@ -1523,6 +1735,34 @@ impl<'a> Piece<'a> {
             Cow::Owned(text) => Cow::Owned(text.into_bytes()),
         }
     }
+}
+
+/// What [`scan_field`] needs to know of each byte value: bit 0, the repetition separator; bit 1, a byte that keeps
+/// a field from being a [`Piece::Plain`] (not ASCII, the escape or the subcomponent character).
+struct ByteClasses([u8; 256]);
+
+impl ByteClasses {
+    fn new(delims: &Delimiters) -> ByteClasses {
+        let mut classes = [0u8; 256];
+        for c in &mut classes[0x80..] {
+            *c = 2;
+        }
+        for special in [delims.escape, delims.subcomponent].into_iter().flatten() {
+            classes[special as usize] |= 2;
+        }
+        classes[delims.repetition as usize] |= 1;
+        ByteClasses(classes)
+    }
+}
+
+/// A field's repetition separators, counted, and whether it can be read as a [`Piece::Plain`]: ASCII without the
+/// escape or subcomponent character. One table lookup per byte (fields are too short for vector compares to pay).
+fn scan_field(raw: &[u8], classes: &ByteClasses) -> (usize, bool) {
+    let (separators, special) = raw.iter().fold((0usize, 0u8), |(n, special), &b| {
+        let c = classes.0[b as usize];
+        (n + usize::from(c & 1), special | c)
+    });
+    (separators, special & 2 == 0)
 }
 
 /// Bytes known to be UTF-8 (a plain piece's ASCII, or decoded text) as text: always borrowed.
@@ -1607,7 +1847,10 @@ fn is_date(t: &str) -> bool {
         return false;
     }
     if b.len() == 8 {
-        let year: u32 = t[..4].parse().unwrap_or(0);
+        // Four ASCII digits (checked above).
+        let year = b[..4]
+            .iter()
+            .fold(0u32, |y, &d| y * 10 + u32::from(d - b'0'));
         let month = two(b, 4).unwrap_or(0);
         let days = match month {
             2 if (year.is_multiple_of(4) && !year.is_multiple_of(100))
@@ -1654,7 +1897,8 @@ fn is_clock(b: &[u8]) -> bool {
 
 /// Splits a `+ZZZZ`/`-ZZZZ` offset off the end; `None` when an offset is there but malformed.
 fn split_offset(t: &str) -> Option<(&str, bool)> {
-    match t.rfind(['+', '-']) {
+    // Bytes, not a `char` pattern: `+` and `-` are ASCII, which no byte of a multi-byte character equals.
+    match t.bytes().rposition(|b| b == b'+' || b == b'-') {
         None => Some((t, true)),
         Some(p) => {
             let z = &t.as_bytes()[p + 1..];

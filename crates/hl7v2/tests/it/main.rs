@@ -10,6 +10,7 @@ mod edit;
 mod json;
 mod paths;
 mod properties;
+mod reports;
 mod structure;
 mod support;
 mod validation;

@@ -1,4 +1,5 @@
-//! Properties over generated inputs: parsing never panics, encoding reproduces the input, an edit reads back.
+//! Properties over generated inputs: parsing never panics, encoding reproduces the input, an edit reads back, a
+//! read by path is what the value views give.
 
 use hl7v2::{Message, MessageBuf};
 use proptest::prelude::*;
@@ -34,6 +35,35 @@ proptest! {
         let _ = msg.ack(hl7v2::AckCode::AE).errors_from_diagnostics().build();
         let chunks: Vec<u8> = hl7v2::split(&input).flat_map(|c| c.bytes.to_vec()).collect();
         prop_assert_eq!(chunks, input);
+    }
+
+    /// `Message::get` finds the leaf in one pass per level without building `Value`s: it must read what the views
+    /// read (segment, field, repetition, component 1 by default, subcomponent 1 by default, decoded text), in MSH-1
+    /// and MSH-2 too, on any input.
+    #[test]
+    fn a_read_by_path_is_what_the_value_views_read(
+        input in hl7ish(),
+        seg in prop::sample::select(vec!["MSH", "PID", "OBX", "NTE", "ABZ"]),
+        occurrence in 1usize..3,
+        field in 1usize..5,
+        repetition in 1usize..3,
+        component in prop::option::of(1usize..4),
+        subcomponent in 1usize..3,
+    ) {
+        let msg = Message::parse(&input);
+        let mut text = format!("{seg}[{occurrence}]-{field}[{repetition}]");
+        if let Some(c) = component {
+            text.push_str(&format!("-{c}-{subcomponent}"));
+        }
+        let path = hl7v2::Path::parse(&text).unwrap();
+        let by_views = msg
+            .find_segment(seg.as_bytes(), occurrence)
+            .and_then(|s| s.field(field))
+            .and_then(|f| f.repetition(repetition))
+            .and_then(|r| r.component(component.unwrap_or(1)))
+            .and_then(|c| c.subcomponent(if component.is_some() { subcomponent } else { 1 }))
+            .map(|v| v.text());
+        prop_assert_eq!(msg.get(&path), by_views, "{}", text);
     }
 
     #[test]
