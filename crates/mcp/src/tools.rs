@@ -687,7 +687,7 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
             Ok(_) => json!({"valid": true}),
             Err(e) => json!({"valid": false, "error": e.to_string()}),
         }),
-        "intersect_ecl" => intersect_ecl(ctx, a),
+
         "validate_expression" => {
             let q = query(&[
                 ("url", Some(SNOMED_CT.to_string())),
@@ -719,12 +719,17 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
                 json!({"outcome": parameter(&answer, "outcome").and_then(|p| p["valueCode"].as_str())}),
             )
         }
-        "map_into" => map_into(ctx, a),
-        "source_historical" => source_historical(ctx, a, lang),
-        "with_historical" => with_historical(ctx, a),
-        "paths_to_root" => paths_to_root(ctx, a, lang),
-        "refset_members" => refset_members(ctx, a),
-        "refsets" => refsets(ctx),
+        "intersect_ecl" | "map_into" | "source_historical" | "with_historical"
+        | "paths_to_root" | "refset_members" | "refsets" => {
+            // These read the store directly, ECL and closures included, which may take long: off the thread
+            // that serves the connection (an HTTP thread for `POST /mcp`), bounded with the server's other
+            // expensive work.
+            let store = store(ctx)?.clone();
+            let (name, args, lang) = (name.to_string(), a.0.clone(), lang.map(str::to_string));
+            server::offload_work(move || read_store(&store, &name, &Args(&args), lang.as_deref()))
+                .await
+                .map_err(ToolError)?
+        }
         "server_info" => server_info(ctx, caller).await,
         "lookup" => {
             let mut pairs = vec![
@@ -937,9 +942,27 @@ fn concept_idx(store: &snomed::Store, id: &str) -> Result<snomed::ConceptIdx, To
     })
 }
 
+/// The tools that read the SNOMED CT store directly (run on the blocking pool, see `run`).
+fn read_store(
+    store: &snomed::Store,
+    name: &str,
+    a: &Args<'_>,
+    lang: Option<&str>,
+) -> Result<Value, ToolError> {
+    match name {
+        "intersect_ecl" => intersect_ecl(store, a),
+        "map_into" => map_into(store, a),
+        "source_historical" => source_historical(store, a, lang),
+        "with_historical" => with_historical(store, a),
+        "paths_to_root" => paths_to_root(store, a, lang),
+        "refset_members" => refset_members(store, a),
+        "refsets" => refsets(store),
+        other => Err(ToolError::new(format!("{other} does not read the store"))),
+    }
+}
+
 /// Evaluated as `GET /v1/snomed/expand` and `search?constraint=` evaluate ECL (Hermes's attribute counting).
-fn intersect_ecl(ctx: &Ctx, a: &Args<'_>) -> Result<Value, ToolError> {
-    let store = store(ctx)?;
+fn intersect_ecl(store: &snomed::Store, a: &Args<'_>) -> Result<Value, ToolError> {
     let (ids, _) = a.ids("concept_id")?;
     let set = ecl_set(store, &a.string("ecl")?)?;
     let mut out = Vec::new();
@@ -965,8 +988,7 @@ fn ecl_set(store: &snomed::Store, ecl: &str) -> Result<roaring::RoaringBitmap, T
 
 /// Hermes's `map-into`: for each concept, the members of the target set among the concept and its ancestors that
 /// no other such member lies below (the most specific headings).
-fn map_into(ctx: &Ctx, a: &Args<'_>) -> Result<Value, ToolError> {
-    let store = store(ctx)?;
+fn map_into(store: &snomed::Store, a: &Args<'_>) -> Result<Value, ToolError> {
     let (ids, _) = a.ids("concept_id")?;
     let target = match a.0.get("target") {
         Some(Value::Number(n)) => n.to_string(),
@@ -1000,8 +1022,11 @@ fn map_into(ctx: &Ctx, a: &Args<'_>) -> Result<Value, ToolError> {
 
 /// Which historical associations point to each concept: the sources (`ECL {{ +HISTORY }}` finds them), each with
 /// the associations that link it to the concept.
-fn source_historical(ctx: &Ctx, a: &Args<'_>, lang: Option<&str>) -> Result<Value, ToolError> {
-    let store = store(ctx)?;
+fn source_historical(
+    store: &snomed::Store,
+    a: &Args<'_>,
+    lang: Option<&str>,
+) -> Result<Value, ToolError> {
     let refsets = store.language_refsets_for(lang);
     let term = |id: snomed::SctId| {
         store
@@ -1054,8 +1079,7 @@ fn association_target(m: &snomed::RefsetMember<'_>) -> Option<u64> {
 
 /// The concepts, the concepts their historical associations point to, and those whose associations point to
 /// them.
-fn with_historical(ctx: &Ctx, a: &Args<'_>) -> Result<Value, ToolError> {
-    let store = store(ctx)?;
+fn with_historical(store: &snomed::Store, a: &Args<'_>) -> Result<Value, ToolError> {
     let (ids, _) = a.ids("concept_id")?;
     let mut all = roaring::RoaringBitmap::new();
     for id in &ids {
@@ -1085,8 +1109,11 @@ fn with_historical(ctx: &Ctx, a: &Args<'_>) -> Result<Value, ToolError> {
     Ok(json!({"items": out}))
 }
 
-fn paths_to_root(ctx: &Ctx, a: &Args<'_>, lang: Option<&str>) -> Result<Value, ToolError> {
-    let store = store(ctx)?;
+fn paths_to_root(
+    store: &snomed::Store,
+    a: &Args<'_>,
+    lang: Option<&str>,
+) -> Result<Value, ToolError> {
     let refsets = store.language_refsets_for(lang);
     let (ids, many) = a.ids("concept_id")?;
     let mut out = Vec::new();
@@ -1134,8 +1161,7 @@ fn paths_to_root(ctx: &Ctx, a: &Args<'_>, lang: Option<&str>) -> Result<Value, T
     Ok(one_or_many(out, many))
 }
 
-fn refset_members(ctx: &Ctx, a: &Args<'_>) -> Result<Value, ToolError> {
-    let store = store(ctx)?;
+fn refset_members(store: &snomed::Store, a: &Args<'_>) -> Result<Value, ToolError> {
     let (offset, count) = paging_args(a, "max_hits")?;
     let refset = a.string("refset_id")?;
     let refset =
@@ -1153,8 +1179,7 @@ fn refset_members(ctx: &Ctx, a: &Args<'_>) -> Result<Value, ToolError> {
     Ok(page(Value::Array(members), offset, count, "max_hits"))
 }
 
-fn refsets(ctx: &Ctx) -> Result<Value, ToolError> {
-    let store = store(ctx)?;
+fn refsets(store: &snomed::Store) -> Result<Value, ToolError> {
     let langs = store.default_refsets();
     let items: Vec<Value> = store
         .refsets()

@@ -51,6 +51,7 @@ pub use fast_lane::App;
 pub use hl7_api::{validation_json, validation_parse_options};
 pub use lifecycle::{LiveApp, Phase, Readiness};
 pub use metrics::Metrics;
+pub use offload::offload_work;
 pub use outcome::{
     MAX_FHIR_BODY_BYTES, MAX_HEADER_BYTES, MAX_HL7_BODY_BYTES, MAX_URI_BYTES, body_limit,
 };

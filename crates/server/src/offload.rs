@@ -39,3 +39,13 @@ where
     .await
     .map_err(|e| ApiError::Internal(format!("request task failed: {e}")))?
 }
+
+/// [`offload`] for work outside this crate (the MCP tools that read the SNOMED CT store directly): its result, or
+/// why it did not run (the pool is full: try again shortly; or it failed).
+pub async fn offload_work<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    offload(move || Ok::<T, ApiError>(work()))
+        .await
+        .map_err(|e| e.to_string())
+}
