@@ -14,7 +14,8 @@
 #
 # usage: bench/replicas/run.sh [CONCEPTS]   (default 370000; needs wrk and haproxy: apt-get install wrk haproxy)
 #        REPLICAS (4), DURATION per operation (10s), WARMUP (3s), PORT (first of the replicas' ports, 18100),
-#        SKIP_IMPORT=1 reuses the data directory of an earlier run, NO_BUILD=1 uses the existing release binary.
+#        SKIP_IMPORT=1 reuses the data directory of an earlier run, NO_BUILD=1 uses the existing release binary,
+#        SERVE_ARGS more options for every server (e.g. "--http-threads 1").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CONCEPTS=${1:-370000}
@@ -62,7 +63,8 @@ OPS=${OPS:-"lookup subsumes"}
 
 PIDS=()
 HAPROXY_PID=
-SERVE_EXTRA=()
+# SERVE_ARGS: more options for every `thoth serve` (e.g. "--http-threads 1", one thread per replica)
+read -r -a SERVE_EXTRA <<<"${SERVE_ARGS:-}"
 stop_all() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
@@ -96,11 +98,24 @@ start_haproxy() { # n
   curl -sf "http://127.0.0.1:$LB_PORT/readyz" >/dev/null || { echo "haproxy did not start; see $WORK/haproxy.log" >&2; exit 1; }
 }
 
-wrk_rps() { # port op duration -> req/s (non-2xx answers fail the run)
+server_cpu_ticks() { # -> user + system clock ticks of the running replicas, summed
+  for pid in "${PIDS[@]}"; do cut -d')' -f2 "/proc/$pid/stat"; done | awk '{t += $12 + $13} END {print t + 0}'
+}
+
+wrk_rps() { # port op duration -> req/s (non-2xx answers fail the run); also writes the replicas' CPU time per
+  # request (µs, user + system) to $WORK/cpu-PORT-OP-N.txt: whether replicas add work per request (contention
+  # over the shared store), which on a machine with more cores than this one decides whether they scale
+  local before after
+  before=$(server_cpu_ticks)
   WRK_PATHS="$P/$2.txt" wrk -t2 -c10 -d"$3" --latency -s bench/snomed/rotate.lua "http://127.0.0.1:$1" \
-    | tee "$WORK/wrk-$1-$2-${#PIDS[@]}.txt" | awk '
-    /Requests\/sec/ {rps = $2} /Non-2xx/ {bad = $4}
-    END {if (bad > 0) {print "non-2xx: " bad > "/dev/stderr"; exit 1} printf "%.0f\n", rps}'
+    >"$WORK/wrk-$1-$2-${#PIDS[@]}.txt"
+  after=$(server_cpu_ticks)
+  awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" '
+    / requests in / {n = $1} END {if (n > 0) printf "%.1f\n", ticks / hz * 1e6 / n}' \
+    "$WORK/wrk-$1-$2-${#PIDS[@]}.txt" >"$WORK/cpu-$1-$2-${#PIDS[@]}.txt"
+  awk '/Requests\/sec/ {rps = $2} /Non-2xx/ {bad = $4}
+    END {if (bad > 0) {print "non-2xx: " bad > "/dev/stderr"; exit 1} printf "%.0f\n", rps}' \
+    "$WORK/wrk-$1-$2-${#PIDS[@]}.txt"
 }
 
 load() { # port -> "lookup subsumes search" req/s
@@ -144,7 +159,7 @@ stop_all
 
 # The same with --preload: every process reads the whole store file in at start (the steady state of a replica
 # that has served long enough to touch all of it), then the warm-up load only.
-SERVE_EXTRA=(--preload)
+SERVE_EXTRA+=(--preload)
 warm() { for op in $OPS; do wrk_rps "$1" "$op" "$WARMUP" >/dev/null; done; }
 start_replicas 1
 start_haproxy 1
@@ -173,5 +188,11 @@ printf "%-34s %10s %10s\n" "1 process, direct" "$d_lookup" "$d_subsumes"
 printf "%-34s %10s %10s\n" "1 process, through haproxy" "$h1_lookup" "$h1_subsumes"
 printf "%-34s %10s %10s\n" "$REPLICAS replicas, through haproxy" "$hn_lookup" "$hn_subsumes"
 printf "%-34s %10s %10s\n" "$REPLICAS replicas / 1, through haproxy" "$(ratio $hn_lookup $h1_lookup)" "$(ratio $hn_subsumes $h1_subsumes)"
+echo
+cpu() { cat "$WORK/cpu-$LB_PORT-$1-$2.txt"; }
+printf "%-34s %10s %10s\n" "server CPU per request (µs)" lookup subsumes
+printf "%-34s %10s %10s\n" "1 process, through haproxy" "$(cpu lookup 1)" "$(cpu subsumes 1)"
+printf "%-34s %10s %10s\n" "$REPLICAS replicas, through haproxy" "$(cpu lookup "$REPLICAS")" "$(cpu subsumes "$REPLICAS")"
+printf "%-34s %10s %10s\n" "$REPLICAS replicas / 1" "$(ratio "$(cpu lookup "$REPLICAS")" "$(cpu lookup 1)")" "$(ratio "$(cpu subsumes "$REPLICAS")" "$(cpu subsumes 1)")"
 printf "%-34s %10s %10s\n" "$REPLICAS replicas via haproxy / 1 direct" "$(ratio $hn_lookup $d_lookup)" "$(ratio $hn_subsumes $d_subsumes)"
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
