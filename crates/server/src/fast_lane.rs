@@ -56,18 +56,22 @@ impl App {
         let tx = self.state.terminology.as_ref()?;
         let query = req.uri().query().unwrap_or_default();
         let pairs: Vec<_> = form_urlencoded::parse(query.as_bytes()).collect();
-        if !bounded(&target, &pairs) {
-            return None;
-        }
+        let language = req
+            .headers()
+            .get("accept-language")
+            .and_then(|v| v.to_str().ok());
         let answer = match target {
-            Target::Operation(op) => {
-                let language = req
-                    .headers()
-                    .get("accept-language")
-                    .and_then(|v| v.to_str().ok());
+            Target::Operation(op) if bounded(&target, &pairs) => {
                 tx.run_fast(op, &pairs, language)?
             }
-            Target::Search(kind) => tx.search_text(kind, &pairs, "/fhir"),
+            // Not bounded, but answered before (the router's path kept the text): as cheap as any page.
+            Target::Operation(terminology::Operation::Expand) => {
+                tx.expand_seen(&pairs, language)?
+            }
+            Target::Search(kind) if bounded(&target, &pairs) => {
+                tx.search_text(kind, &pairs, "/fhir")
+            }
+            _ => return None,
         };
         Some(([("content-type", "application/fhir+json")], answer).into_response())
     }

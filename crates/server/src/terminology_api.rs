@@ -147,6 +147,23 @@ async fn type_level(
             .collect();
         let method = req.method().clone();
         let headers = req.headers().clone();
+        // An expansion the lane may not evaluate on an HTTP thread (an ECL implicit value set): the fast path
+        // here, off the HTTP threads, which keeps its answer so that the lane answers the same request next
+        // time (`Terminology::expand_seen`).
+        if method == Method::GET
+            && op == Operation::Expand
+            && crate::fhir_format::wants_json(req.uri(), req.headers())
+        {
+            let tx = service(&state)?;
+            let (pairs, lang) = (query.clone(), accept_language(&headers));
+            let answer = crate::offload::offload(move || {
+                Ok::<_, ApiError>(tx.run_fast(op, &pairs, lang.as_deref()))
+            })
+            .await?;
+            if let Some(answer) = answer {
+                return Ok(([("content-type", "application/fhir+json")], answer).into_response());
+            }
+        }
         let body = match Bytes::from_request(req, &state).await {
             Ok(body) => body,
             Err(rejection) => return Ok(rejection.into_response()),

@@ -436,7 +436,7 @@ const TIMESTAMP: &[u8] = br#"","timestamp":"#;
 
 impl ExpansionText {
     /// The answer, with an identifier and timestamp of its own.
-    fn answer(&self) -> Vec<u8> {
+    pub(crate) fn answer(&self) -> Vec<u8> {
         let mut buf = Vec::with_capacity(self.head.len() + self.tail.len() + 80);
         buf.extend_from_slice(&self.head);
         buf.extend_from_slice(

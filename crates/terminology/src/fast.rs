@@ -284,16 +284,35 @@ impl Terminology {
             Operation::Translate => {
                 translate(&ctx, &Query::read(query, &["url", "system", "code"])?)
             }
-            Operation::Expand => {
-                self.expand_fast(&Query::read(query, &["url", "count", "offset", "filter"])?)
-            }
+            Operation::Expand => self.expand_fast(
+                &Query::read(query, &["url", "count", "offset", "filter"])?,
+                false,
+            ),
             _ => None,
         }
     }
 
+    /// [`Terminology::run_fast`] of `ValueSet/$expand` when its answer is already kept (a request seen before):
+    /// `None` without evaluating anything otherwise. Work bounded by the request's size, whatever the value
+    /// set: what an HTTP thread may do for an ECL implicit value set, whose first evaluation may take long.
+    pub fn expand_seen<K: AsRef<str>, V: AsRef<str>>(
+        &self,
+        query: &[(K, V)],
+        accept_language: Option<&str>,
+    ) -> Option<Vec<u8>> {
+        if accept_language.is_some() {
+            return None;
+        }
+        self.expand_fast(
+            &Query::read(query, &["url", "count", "offset", "filter"])?,
+            true,
+        )
+    }
+
     /// `ValueSet/$expand` of a value set by `url`, with `count`, `offset` and `filter` at most: the general
     /// path's evaluation (from the same cache), its answer written as text.
-    fn expand_fast(&self, q: &Query<'_>) -> Option<Vec<u8>> {
+    /// With `seen_only`, only an answer already kept (see [`Terminology::expand_seen`]).
+    fn expand_fast(&self, q: &Query<'_>, seen_only: bool) -> Option<Vec<u8>> {
         let url = q.get("url")?;
         // `url|version` is the general path's (an implicit value set's URL may hold `|` in its ECL).
         if url.contains('|') && !url.contains("?fhir_vs") {
@@ -335,6 +354,9 @@ impl Terminology {
             q.get("offset"),
             q.get("filter")
         );
+        if seen_only {
+            return self.expansion_texts.get(&text_key).map(|t| t.answer());
+        }
         crate::expansion::expand_text(&ctx, &params, cache, &self.expansion_texts, Some(text_key))
     }
 }

@@ -776,3 +776,32 @@ fn search_text_is_the_search_bundle() {
     }
     assert!(queries.len() > 3000, "{} searches", queries.len());
 }
+
+/// `expand_seen` answers an expansion only from the text kept by an earlier `run_fast` of the same request (what
+/// the HTTP lane may do for an ECL value set without evaluating it), and then as `run_fast` answers it.
+#[test]
+fn an_expansion_seen_before_is_answered_without_evaluation_and_only_then() {
+    let f = fixture();
+    let ecl = format!("{SCT}?fhir_vs=ecl/<< 404684003 : 363698007 = *");
+    let asked: Vec<(String, String)> = [("url", ecl.as_str()), ("count", "5"), ("offset", "2")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert!(
+        f.tx.expand_seen(&asked, None).is_none(),
+        "answered before any evaluation"
+    );
+    let first = f.tx.run_fast(Operation::Expand, &asked, None).unwrap();
+    let seen = f.tx.expand_seen(&asked, None).expect("kept after run_fast");
+    assert_eq!(
+        without_instance(&String::from_utf8(seen).unwrap()),
+        without_instance(&String::from_utf8(first).unwrap())
+    );
+    // Another page, another filter or a language is another request.
+    let other_page: Vec<(String, String)> = [("url", ecl.as_str()), ("count", "5")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert!(f.tx.expand_seen(&other_page, None).is_none());
+    assert!(f.tx.expand_seen(&asked, Some("en")).is_none());
+}
