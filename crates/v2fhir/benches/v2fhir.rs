@@ -8,6 +8,11 @@ use std::hint::black_box;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use hl7v2::Message;
 
+// The binary's allocator (see `thoth`'s main.rs), so that the conversion's many small allocations cost what they
+// cost in `thoth serve` and `thoth hl7 to-fhir`.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const ADT: &[u8] = include_bytes!("../../../bench/hl7v2/messages/adt_a01.hl7");
 const ORU: &[u8] = include_bytes!("../../../bench/hl7v2/messages/oru_r01.hl7");
 
