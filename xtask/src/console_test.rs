@@ -1,7 +1,7 @@
 //! `cargo xtask console-test [--perf-only --data DIR]`: the console in a real browser.
 //!
 //! Prepares a data directory as `tx-conformance` does (the FHIR packages, the LOINC subset, the SNOMED CT subset
-//! of `../shared/tx-ecosystem`), builds the debug `thoth`, starts `thoth serve` on free ports and runs
+//! of `../shared/tx-ecosystem`) plus CDC's ICD-10-CM (`../shared/data/icd10cm`), builds the debug `thoth`, starts `thoth serve` on free ports and runs
 //! `crates/server/tests/console/test_console.py` (Playwright for Python driving Debian's headless Chromium;
 //! `scripts/test.sh` installs both). Screenshots go to `target/console-test/screenshots` (not committed).
 //!
@@ -61,6 +61,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             let _ = std::fs::remove_dir_all(&d);
             prepare_data(&shared, &d)?;
             import_loinc(&exe, &shared, &d)?;
+            import_icd10cm(&exe, &shared, &d)?;
             import_snomed(&exe, &shared, &d)?;
             d
         }
@@ -119,7 +120,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             .args(["--url", &format!("http://127.0.0.1:{http}")])
             .args(["--mllp", &format!("127.0.0.1:{mllp}")])
             .arg("--screenshots")
-            .arg(work.join("screenshots"));
+            .arg(work.join("screenshots"))
+            .arg("--shared")
+            .arg(&shared);
         if perf_only {
             test.arg("--perf-only");
         } else {
@@ -145,4 +148,26 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         let _ = s.wait();
     }
     result
+}
+
+/// The ICD-10-CM release in `../shared` (CDC's tabular XML, April 2026), for the browser's chapters → blocks →
+/// codes walk; the test reads the same file for what it expects.
+fn import_icd10cm(exe: &Path, shared: &Path, data: &Path) -> anyhow::Result<()> {
+    let file = shared.join("data/icd10cm/icd10c-tabular-April-1-2026.xml.gz");
+    if !file.is_file() {
+        bail!("{} is missing beside this checkout", file.display());
+    }
+    eprintln!("importing ICD-10-CM {} ...", file.display());
+    let status = Command::new(exe)
+        .arg("--data")
+        .arg(data)
+        .args(["import", "icd10cm"])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .status()
+        .with_context(|| format!("starting {}", exe.display()))?;
+    if !status.success() {
+        bail!("thoth import icd10cm {} failed", file.display());
+    }
+    Ok(())
 }

@@ -1,8 +1,9 @@
-// The terminology browser: a code system picker, type-ahead search, the SNOMED CT concept page (from
-// /v1/snomed) and the page of a code of any other code system (from FHIR $lookup).
+// The terminology browser: a code system picker, type-ahead search and the SNOMED CT concept page (from
+// /v1/snomed); the pages of other code systems' codes and their hierarchies are in codes.js.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, query, aborted } from './api.js';
-import { html, href, replaceParams, ErrorMessage, useLoad, Marked } from './ui.js';
+import { html, href, replaceParams, ErrorMessage, useLoad, Marked, CopyId } from './ui.js';
+import { Hierarchy, splitSystem } from './codes.js';
 
 export const SCT = 'http://snomed.info/sct';
 const IS_A = '116680003';
@@ -172,6 +173,7 @@ export function BrowsePage({ params }) {
         <label class="check"><input type="checkbox" checked=${p.inactive === 'true'} onChange=${set('inactive')} /> Inactive concepts too</label>`}
     </form>
     <${ErrorMessage} error=${result.error} />
+    ${p.system !== SCT && !p.q.trim() && html`<${Hierarchy} system=${p.system} title=${KNOWN[splitSystem(p.system).url] || splitSystem(p.system).url} />`}
     ${rows && html`
       <p class="count" aria-live="polite">${rows.length === 25 ? 'First 25 matches' : `${rows.length} matches`}${result.ms !== null ? ` (${Math.round(result.ms)} ms)` : ''}</p>
       <ul class="results" ref=${list} onKeyDown=${onListKey} aria-label="Search results">
@@ -180,20 +182,6 @@ export function BrowsePage({ params }) {
             ${r.preferred && r.preferred !== r.term ? html` <span class="pt">${r.preferred}</span>` : ''}
             <span class="code">${r.id}</span></a></li>`)}
       </ul>`}`;
-}
-
-function CopyId({ id }) {
-  const [said, setSaid] = useState('');
-  const copy = () => {
-    const done = () => setSaid('Copied');
-    if (navigator.clipboard && window.isSecureContext) {
-      navigator.clipboard.writeText(id).then(done, () => setSaid('Select the id and copy it'));
-    } else {
-      setSaid('Select the id and copy it');
-    }
-  };
-  return html`<span class="copy"><code class="sctid">${id}</code>
-    <button type="button" onClick=${copy}>Copy concept id</button> <span aria-live="polite">${said}</span></span>`;
 }
 
 async function loadConcept(id, signal) {
@@ -327,35 +315,4 @@ export function ConceptPage({ id }) {
           : html`<p class="muted">No historical associations${ext.concept.active ? '' : ' recorded for this inactive concept'}.</p>`}
       </section>
     </div>`;
-}
-
-/** A code of a code system other than SNOMED CT, from `$lookup`: display, designations, properties. */
-export function CodePage({ params }) {
-  const [system, version] = (params.system || '').split('|');
-  const { data, error, loading } = useLoad((signal) => api(query('/fhir/CodeSystem/$lookup', {
-    system, version, code: params.code, property: '*',
-  }), { signal }), [params.system, params.code]);
-  const title = `${params.code || ''}`;
-  if (error) return html`<h1 tabindex="-1">${title}</h1><${ErrorMessage} error=${error} />`;
-  if (loading || !data) return html`<h1 tabindex="-1">${title}</h1><p class="muted">Loading…</p>`;
-  const ps = data.parameter || [];
-  const get = (n) => (ps.find((p) => p.name === n) || {}).valueString;
-  const props = ps.filter((p) => p.name === 'property');
-  const designations = ps.filter((p) => p.name === 'designation');
-  const part = (p, n) => (p.part || []).find((x) => x.name === n) || {};
-  const value = (x) => x.valueCode ?? x.valueString ?? x.valueCoding?.code ?? x.valueBoolean ?? x.valueInteger ?? x.valueDecimal ?? x.valueDateTime ?? '';
-  return html`
-    <h1 tabindex="-1">${get('display') || params.code}</h1>
-    <p><code class="sctid">${params.code}</code> <span class="muted">${get('name') || system} ${get('version') || ''}</span></p>
-    <h2>Properties</h2>
-    ${props.length ? html`<table class="grid"><thead><tr><th>Property</th><th>Value</th><th>Description</th></tr></thead><tbody>
-      ${props.map((p) => {
-        const code = part(p, 'code').valueCode;
-        const v = value(part(p, 'value'));
-        const linked = ['parent', 'child', 'Parent', 'Child'].includes(code) || part(p, 'value').valueCode !== undefined;
-        return html`<tr><td>${code}</td><td>${linked ? html`<a href=${href('code', { system: params.system, code: v })}>${v}</a>` : String(v)}</td><td>${part(p, 'description').valueString || ''}</td></tr>`;
-      })}</tbody></table>` : html`<p class="muted">No properties.</p>`}
-    <h2>Designations</h2>
-    ${designations.length ? html`<ul class="plain">${designations.map((d) => html`<li>${part(d, 'value').valueString} <span class="muted">${part(d, 'language').valueCode || ''} ${part(d, 'use').valueCoding?.display || ''}</span></li>`)}</ul>`
-      : html`<p class="muted">None.</p>`}`;
 }
