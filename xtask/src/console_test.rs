@@ -6,7 +6,9 @@
 //! `scripts/test.sh` installs both). Screenshots go to `target/console-test/screenshots` (not committed).
 //!
 //! `--perf-only --data DIR` serves an existing data directory instead (the full-scale synthetic release, say) and
-//! only measures: first load, time to interactive, search keystroke to results.
+//! only measures: first load, time to interactive, search keystroke to results. `--release` builds and serves the
+//! release `thoth` (what the speed targets are about); `--read-only` serves DIR as a read-only replica, so that a
+//! directory someone else owns is opened without a byte written to it (no message store, no MLLP listener).
 
 use crate::tx_conformance::{import_loinc, import_snomed, prepare_data, wait_ready};
 use anyhow::{Context, bail};
@@ -20,12 +22,16 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let mut perf_only = false;
     let mut data: Option<PathBuf> = None;
     let mut words: Option<String> = None;
+    let mut release = false;
+    let mut read_only = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--perf-only" => perf_only = true,
             "--data" => data = Some(it.next().context("--data needs a directory")?.into()),
             "--words" => words = Some(it.next().context("--words needs a list")?.clone()),
+            "--release" => release = true,
+            "--read-only" => read_only = true,
             other => bail!("unknown option {other}"),
         }
     }
@@ -39,17 +45,21 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         .unwrap_or_else(|| root.join("target"));
     let work = target.join("console-test");
 
-    eprintln!("building thoth ...");
+    if read_only && !(perf_only && data.is_some()) {
+        bail!("--read-only goes with --perf-only --data DIR (the walk writes messages)");
+    }
+    let profile = if release { "release" } else { "debug" };
+    eprintln!("building thoth ({profile}) ...");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    if !Command::new(cargo)
-        .args(["build", "-p", "thoth"])
-        .current_dir(&root)
-        .status()?
-        .success()
-    {
+    let mut build = Command::new(cargo);
+    build.args(["build", "-p", "thoth"]);
+    if release {
+        build.arg("--release");
+    }
+    if !build.current_dir(&root).status()?.success() {
         bail!("cargo build failed");
     }
-    let exe = target.join("debug/thoth");
+    let exe = target.join(profile).join("thoth");
     let data = match data {
         Some(d) => d,
         None => {
@@ -71,12 +81,18 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let (http, mllp) = (free_port()?, free_port()?);
     std::fs::create_dir_all(&work)?;
     let log = std::fs::File::create(work.join("server.log"))?;
-    let mut server = Command::new(&exe)
+    let mut serve = Command::new(&exe);
+    serve
         .arg("--data")
         .arg(&data)
         .args(["serve", "--offline"])
-        .args(["--http", &format!("127.0.0.1:{http}")])
-        .args(["--mllp", &format!("127.0.0.1:{mllp}")])
+        .args(["--http", &format!("127.0.0.1:{http}")]);
+    if read_only {
+        serve.arg("--read-only");
+    } else {
+        serve.args(["--mllp", &format!("127.0.0.1:{mllp}")]);
+    }
+    let mut server = serve
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

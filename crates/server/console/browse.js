@@ -132,7 +132,7 @@ export function BrowsePage({ params }) {
     const started = performance.now();
     const run = p.system === SCT ? searchSnomed : searchOther;
     run(p, ctl.signal).then(
-      (rows) => setResult({ rows, error: null, ms: performance.now() - started }),
+      (rows) => setResult({ rows, q: p.q, error: null, ms: performance.now() - started }),
       (error) => { if (!aborted(error)) setResult({ rows: null, error, ms: null }); },
     );
     return () => ctl.abort();
@@ -176,9 +176,9 @@ export function BrowsePage({ params }) {
     ${p.system !== SCT && !p.q.trim() && html`<${Hierarchy} system=${p.system} title=${KNOWN[splitSystem(p.system).url] || splitSystem(p.system).url} />`}
     ${rows && html`
       <p class="count" aria-live="polite">${rows.length === 25 ? 'First 25 matches' : `${rows.length} matches`}${result.ms !== null ? ` (${Math.round(result.ms)} ms)` : ''}</p>
-      <ul class="results" ref=${list} onKeyDown=${onListKey} aria-label="Search results">
+      <ul class="results" ref=${list} onKeyDown=${onListKey} aria-label="Search results" data-q=${result.q}>
         ${rows.map((r) => html`
-          <li><a href=${r.link}><span class="term"><${Marked} text=${r.term} q=${p.q} /></span>
+          <li><a href=${r.link}><span class="term"><${Marked} text=${r.term} q=${result.q} /></span>
             ${r.preferred && r.preferred !== r.term ? html` <span class="pt">${r.preferred}</span>` : ''}
             <span class="code">${r.id}</span></a></li>`)}
       </ul>`}`;

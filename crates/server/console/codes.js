@@ -113,7 +113,12 @@ function CodeTree({ system, items, label }) {
 
 /** The browse page's view of a code system before anything is typed: the top of its hierarchy, expandable. */
 export function Hierarchy({ system, title }) {
-  const { data, error, loading } = useLoad((signal) => roots(system, signal), [system]);
+  const { data, error, loading } = useLoad(async (signal) => {
+    // Only a code system with a definition holding its concepts has a hierarchy to ask for: the others answer
+    // the filters with an error ("not supported"), which is not one for the person browsing.
+    if (!(await definition(splitSystem(system).url, signal)).browsable) return { total: 0, items: [] };
+    return roots(system, signal);
+  }, [system]);
   const heading = splitSystem(system).url === 'http://hl7.org/fhir/sid/icd-10-cm' ? 'Chapters' : 'Hierarchy';
   return html`<section aria-labelledby="h-roots">
     <h2 id="h-roots">${heading}</h2>
@@ -121,7 +126,7 @@ export function Hierarchy({ system, title }) {
     ${loading && html`<p class="muted">Loading…</p>`}
     ${data && (data.items.length
       ? html`<${CodeTree} system=${system} items=${data.items} label=${`${title} ${heading.toLowerCase()}`} />`
-      : html`<p class="muted">${title} has no hierarchy here; search for its codes above.</p>`)}
+      : html`<p class="muted">${title} has no hierarchy to browse here; search for its codes above.</p>`)}
   </section>`;
 }
 
@@ -161,16 +166,20 @@ function Paths({ system, code }) {
   return html`<ol class="paths" aria-label="Paths to root">${state.paths.map((p) => html`<li>${p.map((x, i) => html`${i ? ' › ' : ''}<a href=${codeLink(system, x)}>${state.names.get(x) || x}</a>`)}</li>`)}</ol>`;
 }
 
-// The Coding-typed properties of each code system (from its CodeSystem resource, without its concepts).
-const CODING_PROPERTIES = new Map();
+// What each code system's CodeSystem resource says (without its concepts): whether there is one with concepts to
+// browse (the built-in code systems, UCUM or BCP-47, have none and no hierarchy), and its Coding properties.
+const DEFINITIONS = new Map();
 
-async function codingProperties(url, signal) {
-  if (!CODING_PROPERTIES.has(url)) {
-    const b = await api(query('/fhir/CodeSystem', { url, _elements: 'property' }), { signal });
-    const cs = (b.entry || []).map((e) => e.resource).find(Boolean) || {};
-    CODING_PROPERTIES.set(url, (cs.property || []).filter((p) => p.type === 'Coding').map((p) => p.code));
+async function definition(url, signal) {
+  if (!DEFINITIONS.has(url)) {
+    const b = await api(query('/fhir/CodeSystem', { url, _elements: 'content,property' }), { signal });
+    const cs = (b.entry || []).map((e) => e.resource).find(Boolean);
+    DEFINITIONS.set(url, {
+      browsable: Boolean(cs) && !['not-present', 'example'].includes(cs.content),
+      codingProperties: ((cs && cs.property) || []).filter((p) => p.type === 'Coding').map((p) => p.code),
+    });
   }
-  return CODING_PROPERTIES.get(url);
+  return DEFINITIONS.get(url);
 }
 
 /**
@@ -180,7 +189,7 @@ async function codingProperties(url, signal) {
 function HavingPart({ system, code, isPart }) {
   const [offset, setOffset] = useState(0);
   const { data, error } = useLoad(async (signal) => {
-    const props = await codingProperties(splitSystem(system).url, signal);
+    const props = (await definition(splitSystem(system).url, signal)).codingProperties;
     if (!props.length) return { total: 0, items: [] };
     const sets = props.map((property) => [{ property, op: '=', value: code }]);
     return expandFilters(system, sets, { count: PAGE, offset }, signal);

@@ -144,8 +144,10 @@ def first_load(browser, url):
 
 
 def search_latency(page, words, rounds=3):
-    """Milliseconds from a keystroke in the search box to its results on screen (median over typed prefixes)."""
-    times = []
+    """Milliseconds from a keystroke in the search box to its results: `(median, worst)` of two clocks, the
+    results in the page (the list says which text it is for: `data-q`) and the results painted (the next frame
+    after that, which waits for the display's refresh as a real screen does)."""
+    in_page, painted = [], []
     page.get_by_role("link", name="Browse", exact=True).click()
     box = page.get_by_role("searchbox", name="Search")
     for _ in range(rounds):
@@ -155,17 +157,22 @@ def search_latency(page, words, rounds=3):
                 page.wait_for_timeout(30)
                 started = page.evaluate("performance.now()")
                 page.evaluate(
-                    """(text) => { window.__seen = null; const box = document.querySelector('input[type=search]');
-                    const list = () => document.querySelector('ul.results');
-                    new MutationObserver((_, obs) => { const l = list(); if (l && box.value === text) {
-                      window.__seen = performance.now(); obs.disconnect(); } })
-                      .observe(document.querySelector('main'), { childList: true, subtree: true, characterData: true }); }""",
+                    """(text) => { window.__seen = null; window.__painted = null;
+                    const done = () => { const l = document.querySelector('ul.results');
+                      return l && l.dataset.q === text; };
+                    new MutationObserver((_, obs) => { if (!done()) return;
+                      window.__seen = performance.now(); obs.disconnect();
+                      requestAnimationFrame(() => setTimeout(() => { window.__painted = performance.now(); }, 0)); })
+                      .observe(document.querySelector('main'),
+                        { childList: true, subtree: true, characterData: true, attributes: true, attributeFilter: ['data-q'] }); }""",
                     word[:i],
                 )
                 box.press(word[i - 1])
-                page.wait_for_function("window.__seen !== null", timeout=TIMEOUT_MS)
-                times.append(page.evaluate("window.__seen") - started)
-    return statistics.median(times), max(times)
+                page.wait_for_function("window.__painted !== null", timeout=TIMEOUT_MS)
+                seen, shown = page.evaluate("[window.__seen, window.__painted]")
+                in_page.append(seen - started)
+                painted.append(shown - started)
+    return (statistics.median(in_page), max(in_page)), (statistics.median(painted), max(painted))
 
 
 def main():
@@ -196,14 +203,16 @@ def main():
         page.goto(args.url + "/")
         page.wait_for_selector("html[data-ready=true]")
         if args.perf_only:
-            median, worst = search_latency(page, args.words.split(","))
-            print(f"search keystroke to results: median {median:.1f} ms, worst {worst:.1f} ms")
+            (median, worst), (p_median, p_worst) = search_latency(page, args.words.split(","))
+            print(f"search keystroke to results: median {median:.1f} ms, worst {worst:.1f} ms; "
+                  f"painted: median {p_median:.1f} ms, worst {p_worst:.1f} ms")
             run.check_clean("search")
             return
         walk(run, args)
         walk_code_systems(run, args)
-        median, worst = search_latency(page, ["appendicitis", "fracture"], rounds=1)
-        print(f"search keystroke to results (conformance subset): median {median:.1f} ms, worst {worst:.1f} ms")
+        (median, worst), (p_median, p_worst) = search_latency(page, ["appendicitis", "fracture"], rounds=1)
+        print(f"search keystroke to results (conformance subset): median {median:.1f} ms, worst {worst:.1f} ms; "
+              f"painted: median {p_median:.1f} ms, worst {p_worst:.1f} ms")
         run.check_clean("the end")
         if args.auth_url:
             with_token(browser, args)
