@@ -1,6 +1,6 @@
 // The terminology browser: a code system picker, type-ahead search and the SNOMED CT concept page (from
 // /v1/snomed); the pages of other code systems' codes and their hierarchies are in codes.js.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, query, aborted } from './api.js';
 import { html, href, replaceParams, ErrorMessage, useLoad, Marked, CopyId } from './ui.js';
 import { Hierarchy, splitSystem } from './codes.js';
@@ -122,7 +122,9 @@ export function BrowsePage({ params }) {
   const input = useRef(null);
   const list = useRef(null);
   useEffect(() => { input.current && input.current.focus(); }, []);
-  useEffect(() => {
+  // A layout effect, not useEffect: Preact runs effects after the next frame is painted (requestAnimationFrame),
+  // which would hold every keystroke's request back by up to a frame (16 ms); this one starts it at once.
+  useLayoutEffect(() => {
     replaceParams('browse', { ...p, system: p.system === SCT ? '' : p.system });
     if (!p.q.trim() && (p.system !== SCT || (!p.within.trim() && !p.tag))) {
       setResult({ rows: null, error: null, ms: null });
