@@ -1,6 +1,6 @@
 // The terminology browser: a code system picker, type-ahead search and the SNOMED CT concept page (from
 // /v1/snomed); the pages of other code systems' codes and their hierarchies are in codes.js.
-import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, query, aborted } from './api.js';
 import { html, href, replaceParams, ErrorMessage, useLoad, Marked, CopyId } from './ui.js';
 import { Hierarchy, splitSystem } from './codes.js';
@@ -125,7 +125,6 @@ export function BrowsePage({ params }) {
   // A layout effect, not useEffect: Preact runs effects after the next frame is painted (requestAnimationFrame),
   // which would hold every keystroke's request back by up to a frame (16 ms); this one starts it at once.
   useLayoutEffect(() => {
-    replaceParams('browse', { ...p, system: p.system === SCT ? '' : p.system });
     if (!p.q.trim() && (p.system !== SCT || (!p.within.trim() && !p.tag))) {
       setResult({ rows: null, error: null, ms: null });
       return undefined;
@@ -139,6 +138,16 @@ export function BrowsePage({ params }) {
     );
     return () => ctl.abort();
   }, [p.q, p.system, p.within, p.inactive, p.tag]);
+  // The address follows the fields once typing pauses: history.replaceState costs milliseconds on the
+  // keystroke's path (measured: a keystroke's results 7 ms later on a loaded machine when it ran beside the request).
+  const remember = () => replaceParams('browse', { ...p, system: p.system === SCT ? '' : p.system });
+  useEffect(() => {
+    const t = setTimeout(remember, 250);
+    return () => clearTimeout(t);
+  }, [p.q, p.system, p.within, p.inactive, p.tag]);
+  // The picker lists every code system loaded (about 2,000 options with the HL7 terminology package): the same
+  // element while the system is unchanged, so that Preact skips it instead of comparing them all per keystroke.
+  const picker = useMemo(() => html`<${SystemPicker} value=${p.system} onChange=${(system) => setP((old) => ({ ...old, system }))} />`, [p.system]);
   const set = (k) => (e) => setP({ ...p, [k]: e.currentTarget.type === 'checkbox' ? String(e.currentTarget.checked) : e.currentTarget.value });
   // Down arrow from the search field goes to the first result; arrows move between results.
   const onKey = (e) => {
@@ -157,7 +166,7 @@ export function BrowsePage({ params }) {
   return html`
     <h1 tabindex="-1">Browse</h1>
     <form class="search" role="search" onSubmit=${(e) => e.preventDefault()}>
-      <${SystemPicker} value=${p.system} onChange=${(system) => setP({ ...p, system })} />
+      ${picker}
       <label class="field grow">Search
         <input ref=${input} type="search" aria-label="Search" value=${p.q} onInput=${set('q')} onKeyDown=${onKey}
           placeholder="Words or word starts: 'myoc inf'" autocomplete="off" />
@@ -178,7 +187,7 @@ export function BrowsePage({ params }) {
     ${p.system !== SCT && !p.q.trim() && html`<${Hierarchy} system=${p.system} title=${KNOWN[splitSystem(p.system).url] || splitSystem(p.system).url} />`}
     ${rows && html`
       <p class="count" aria-live="polite">${rows.length === 25 ? 'First 25 matches' : `${rows.length} matches`}${result.ms !== null ? ` (${Math.round(result.ms)} ms)` : ''}</p>
-      <ul class="results" ref=${list} onKeyDown=${onListKey} aria-label="Search results" data-q=${result.q}>
+      <ul class="results" ref=${list} onKeyDown=${onListKey} onClick=${remember} aria-label="Search results" data-q=${result.q}>
         ${rows.map((r) => html`
           <li><a href=${r.link}><span class="term"><${Marked} text=${r.term} q=${result.q} /></span>
             ${r.preferred && r.preferred !== r.term ? html` <span class="pt">${r.preferred}</span>` : ''}
