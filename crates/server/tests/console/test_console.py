@@ -370,6 +370,11 @@ def walk_code_systems(run, args):
     run.shot("17-icd10cm-code")
     page.go_back()
     expect(h1).to_have_text(block_name)
+    # A code that does not exist: the server's explanation, not a blank page.
+    run.expected_status = 404
+    page.goto(f"{args.url}/#/code?system={ICD10CM}&code=NOPE1")
+    expect(page.get_by_role("alert")).to_contain_text("Unknown code 'NOPE1'")
+    run.expected_status = None
     run.check_clean("ICD-10-CM")
 
 
