@@ -9,7 +9,10 @@ import { useState } from 'preact/hooks';
 import { api, query } from './api.js';
 import { html, href, ErrorMessage, useLoad, CopyId } from './ui.js';
 
-/** How many children a node shows (ICD-10-CM's largest chapter has 26 blocks; a LOINC node may have hundreds). */
+/**
+ * How many children a node shows (ICD-10-CM's largest chapter has 34 blocks, its largest block 27 categories; a
+ * LOINC hierarchy node may have hundreds).
+ */
 const CHILDREN_SHOWN = 200;
 /** Codes with a part, per page. */
 const PAGE = 50;
@@ -127,6 +130,7 @@ export function Hierarchy({ system, title }) {
     ${data && (data.items.length
       ? html`<${CodeTree} system=${system} items=${data.items} label=${`${title} ${heading.toLowerCase()}`} />`
       : html`<p class="muted">${title} has no hierarchy to browse here; search for its codes above.</p>`)}
+    ${data && data.total > data.items.length && html`<p class="muted">The first ${data.items.length} of ${data.total}; search for the others.</p>`}
   </section>`;
 }
 
