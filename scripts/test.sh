@@ -69,8 +69,9 @@ cargo xtask tx-conformance --modes general,snomed --debug --min-pass 722
 
 # The console in a real browser: Debian's headless Chromium driven by Playwright for Python (the pip package only;
 # `executable_path` points it at Debian's chromium, so no browser download). `cargo xtask console-test` imports
-# the conformance SNOMED CT and LOINC subsets into target/console-test/data, serves them with the debug build,
-# sends a message over MLLP and walks the four sections; screenshots in target/console-test/screenshots.
+# the conformance SNOMED CT and LOINC subsets and ../shared's ICD-10-CM into target/console-test/data, serves them
+# with the debug build, sends a message over MLLP and walks the four sections (LOINC parts and ICD-10-CM chapters
+# among them); screenshots in target/console-test/screenshots.
 if ! command -v chromium >/dev/null; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq

@@ -1,12 +1,14 @@
 //! `cargo xtask console-test [--perf-only --data DIR]`: the console in a real browser.
 //!
 //! Prepares a data directory as `tx-conformance` does (the FHIR packages, the LOINC subset, the SNOMED CT subset
-//! of `../shared/tx-ecosystem`), builds the debug `thoth`, starts `thoth serve` on free ports and runs
+//! of `../shared/tx-ecosystem`) plus CDC's ICD-10-CM (`../shared/data/icd10cm`), builds the debug `thoth`, starts `thoth serve` on free ports and runs
 //! `crates/server/tests/console/test_console.py` (Playwright for Python driving Debian's headless Chromium;
 //! `scripts/test.sh` installs both). Screenshots go to `target/console-test/screenshots` (not committed).
 //!
 //! `--perf-only --data DIR` serves an existing data directory instead (the full-scale synthetic release, say) and
-//! only measures: first load, time to interactive, search keystroke to results.
+//! only measures: first load, time to interactive, search keystroke to results. `--release` builds and serves the
+//! release `thoth` (what the speed targets are about); `--read-only` serves DIR as a read-only replica, so that a
+//! directory someone else owns is opened without a byte written to it (no message store, no MLLP listener).
 
 use crate::tx_conformance::{import_loinc, import_snomed, prepare_data, wait_ready};
 use anyhow::{Context, bail};
@@ -20,12 +22,16 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let mut perf_only = false;
     let mut data: Option<PathBuf> = None;
     let mut words: Option<String> = None;
+    let mut release = false;
+    let mut read_only = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--perf-only" => perf_only = true,
             "--data" => data = Some(it.next().context("--data needs a directory")?.into()),
             "--words" => words = Some(it.next().context("--words needs a list")?.clone()),
+            "--release" => release = true,
+            "--read-only" => read_only = true,
             other => bail!("unknown option {other}"),
         }
     }
@@ -39,17 +45,21 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         .unwrap_or_else(|| root.join("target"));
     let work = target.join("console-test");
 
-    eprintln!("building thoth ...");
+    if read_only && !(perf_only && data.is_some()) {
+        bail!("--read-only goes with --perf-only --data DIR (the walk writes messages)");
+    }
+    let profile = if release { "release" } else { "debug" };
+    eprintln!("building thoth ({profile}) ...");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    if !Command::new(cargo)
-        .args(["build", "-p", "thoth"])
-        .current_dir(&root)
-        .status()?
-        .success()
-    {
+    let mut build = Command::new(cargo);
+    build.args(["build", "-p", "thoth"]);
+    if release {
+        build.arg("--release");
+    }
+    if !build.current_dir(&root).status()?.success() {
         bail!("cargo build failed");
     }
-    let exe = target.join("debug/thoth");
+    let exe = target.join(profile).join("thoth");
     let data = match data {
         Some(d) => d,
         None => {
@@ -61,6 +71,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             let _ = std::fs::remove_dir_all(&d);
             prepare_data(&shared, &d)?;
             import_loinc(&exe, &shared, &d)?;
+            import_icd10cm(&exe, &shared, &d)?;
             import_snomed(&exe, &shared, &d)?;
             d
         }
@@ -70,12 +81,18 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let (http, mllp) = (free_port()?, free_port()?);
     std::fs::create_dir_all(&work)?;
     let log = std::fs::File::create(work.join("server.log"))?;
-    let mut server = Command::new(&exe)
+    let mut serve = Command::new(&exe);
+    serve
         .arg("--data")
         .arg(&data)
         .args(["serve", "--offline"])
-        .args(["--http", &format!("127.0.0.1:{http}")])
-        .args(["--mllp", &format!("127.0.0.1:{mllp}")])
+        .args(["--http", &format!("127.0.0.1:{http}")]);
+    if read_only {
+        serve.arg("--read-only");
+    } else {
+        serve.args(["--mllp", &format!("127.0.0.1:{mllp}")]);
+    }
+    let mut server = serve
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -119,7 +136,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             .args(["--url", &format!("http://127.0.0.1:{http}")])
             .args(["--mllp", &format!("127.0.0.1:{mllp}")])
             .arg("--screenshots")
-            .arg(work.join("screenshots"));
+            .arg(work.join("screenshots"))
+            .arg("--shared")
+            .arg(&shared);
         if perf_only {
             test.arg("--perf-only");
         } else {
@@ -145,4 +164,26 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         let _ = s.wait();
     }
     result
+}
+
+/// The ICD-10-CM release in `../shared` (CDC's tabular XML, April 2026), for the browser's chapters → blocks →
+/// codes walk; the test reads the same file for what it expects.
+fn import_icd10cm(exe: &Path, shared: &Path, data: &Path) -> anyhow::Result<()> {
+    let file = shared.join("data/icd10cm/icd10c-tabular-April-1-2026.xml.gz");
+    if !file.is_file() {
+        bail!("{} is missing beside this checkout", file.display());
+    }
+    eprintln!("importing ICD-10-CM {} ...", file.display());
+    let status = Command::new(exe)
+        .arg("--data")
+        .arg(data)
+        .args(["import", "icd10cm"])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .status()
+        .with_context(|| format!("starting {}", exe.display()))?;
+    if !status.success() {
+        bail!("thoth import icd10cm {} failed", file.display());
+    }
+    Ok(())
 }

@@ -3,7 +3,8 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { html, currentRoute } from './ui.js';
-import { BrowsePage, ConceptPage, CodePage } from './browse.js';
+import { BrowsePage, ConceptPage } from './browse.js';
+import { CodePage } from './codes.js';
 import { EclPage } from './ecl.js';
 import { FhirPage } from './fhir.js';
 import { MessagesPage, MessagePage, PastePage } from './messages.js';

@@ -1,8 +1,9 @@
-// The terminology browser: a code system picker, type-ahead search, the SNOMED CT concept page (from
-// /v1/snomed) and the page of a code of any other code system (from FHIR $lookup).
-import { useEffect, useRef, useState } from 'preact/hooks';
+// The terminology browser: a code system picker, type-ahead search and the SNOMED CT concept page (from
+// /v1/snomed); the pages of other code systems' codes and their hierarchies are in codes.js.
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, query, aborted } from './api.js';
-import { html, href, replaceParams, ErrorMessage, useLoad, Marked } from './ui.js';
+import { html, href, replaceParams, ErrorMessage, useLoad, Marked, CopyId } from './ui.js';
+import { Hierarchy, splitSystem } from './codes.js';
 
 export const SCT = 'http://snomed.info/sct';
 const IS_A = '116680003';
@@ -121,8 +122,9 @@ export function BrowsePage({ params }) {
   const input = useRef(null);
   const list = useRef(null);
   useEffect(() => { input.current && input.current.focus(); }, []);
-  useEffect(() => {
-    replaceParams('browse', { ...p, system: p.system === SCT ? '' : p.system });
+  // A layout effect, not useEffect: Preact runs effects after the next frame is painted (requestAnimationFrame),
+  // which would hold every keystroke's request back by up to a frame (16 ms); this one starts it at once.
+  useLayoutEffect(() => {
     if (!p.q.trim() && (p.system !== SCT || (!p.within.trim() && !p.tag))) {
       setResult({ rows: null, error: null, ms: null });
       return undefined;
@@ -131,11 +133,21 @@ export function BrowsePage({ params }) {
     const started = performance.now();
     const run = p.system === SCT ? searchSnomed : searchOther;
     run(p, ctl.signal).then(
-      (rows) => setResult({ rows, error: null, ms: performance.now() - started }),
+      (rows) => setResult({ rows, q: p.q, error: null, ms: performance.now() - started }),
       (error) => { if (!aborted(error)) setResult({ rows: null, error, ms: null }); },
     );
     return () => ctl.abort();
   }, [p.q, p.system, p.within, p.inactive, p.tag]);
+  // The address follows the fields once typing pauses: history.replaceState costs milliseconds on the
+  // keystroke's path (measured: a keystroke's results 7 ms later on a loaded machine when it ran beside the request).
+  const remember = () => replaceParams('browse', { ...p, system: p.system === SCT ? '' : p.system });
+  useEffect(() => {
+    const t = setTimeout(remember, 250);
+    return () => clearTimeout(t);
+  }, [p.q, p.system, p.within, p.inactive, p.tag]);
+  // The picker lists every code system loaded (about 2,000 options with the HL7 terminology package): the same
+  // element while the system is unchanged, so that Preact skips it instead of comparing them all per keystroke.
+  const picker = useMemo(() => html`<${SystemPicker} value=${p.system} onChange=${(system) => setP((old) => ({ ...old, system }))} />`, [p.system]);
   const set = (k) => (e) => setP({ ...p, [k]: e.currentTarget.type === 'checkbox' ? String(e.currentTarget.checked) : e.currentTarget.value });
   // Down arrow from the search field goes to the first result; arrows move between results.
   const onKey = (e) => {
@@ -154,7 +166,7 @@ export function BrowsePage({ params }) {
   return html`
     <h1 tabindex="-1">Browse</h1>
     <form class="search" role="search" onSubmit=${(e) => e.preventDefault()}>
-      <${SystemPicker} value=${p.system} onChange=${(system) => setP({ ...p, system })} />
+      ${picker}
       <label class="field grow">Search
         <input ref=${input} type="search" aria-label="Search" value=${p.q} onInput=${set('q')} onKeyDown=${onKey}
           placeholder="Words or word starts: 'myoc inf'" autocomplete="off" />
@@ -172,28 +184,15 @@ export function BrowsePage({ params }) {
         <label class="check"><input type="checkbox" checked=${p.inactive === 'true'} onChange=${set('inactive')} /> Inactive concepts too</label>`}
     </form>
     <${ErrorMessage} error=${result.error} />
+    ${p.system !== SCT && !p.q.trim() && html`<${Hierarchy} system=${p.system} title=${KNOWN[splitSystem(p.system).url] || splitSystem(p.system).url} />`}
     ${rows && html`
       <p class="count" aria-live="polite">${rows.length === 25 ? 'First 25 matches' : `${rows.length} matches`}${result.ms !== null ? ` (${Math.round(result.ms)} ms)` : ''}</p>
-      <ul class="results" ref=${list} onKeyDown=${onListKey} aria-label="Search results">
+      <ul class="results" ref=${list} onKeyDown=${onListKey} onClick=${remember} aria-label="Search results" data-q=${result.q}>
         ${rows.map((r) => html`
-          <li><a href=${r.link}><span class="term"><${Marked} text=${r.term} q=${p.q} /></span>
+          <li><a href=${r.link}><span class="term"><${Marked} text=${r.term} q=${result.q} /></span>
             ${r.preferred && r.preferred !== r.term ? html` <span class="pt">${r.preferred}</span>` : ''}
             <span class="code">${r.id}</span></a></li>`)}
       </ul>`}`;
-}
-
-function CopyId({ id }) {
-  const [said, setSaid] = useState('');
-  const copy = () => {
-    const done = () => setSaid('Copied');
-    if (navigator.clipboard && window.isSecureContext) {
-      navigator.clipboard.writeText(id).then(done, () => setSaid('Select the id and copy it'));
-    } else {
-      setSaid('Select the id and copy it');
-    }
-  };
-  return html`<span class="copy"><code class="sctid">${id}</code>
-    <button type="button" onClick=${copy}>Copy concept id</button> <span aria-live="polite">${said}</span></span>`;
 }
 
 async function loadConcept(id, signal) {
@@ -327,35 +326,4 @@ export function ConceptPage({ id }) {
           : html`<p class="muted">No historical associations${ext.concept.active ? '' : ' recorded for this inactive concept'}.</p>`}
       </section>
     </div>`;
-}
-
-/** A code of a code system other than SNOMED CT, from `$lookup`: display, designations, properties. */
-export function CodePage({ params }) {
-  const [system, version] = (params.system || '').split('|');
-  const { data, error, loading } = useLoad((signal) => api(query('/fhir/CodeSystem/$lookup', {
-    system, version, code: params.code, property: '*',
-  }), { signal }), [params.system, params.code]);
-  const title = `${params.code || ''}`;
-  if (error) return html`<h1 tabindex="-1">${title}</h1><${ErrorMessage} error=${error} />`;
-  if (loading || !data) return html`<h1 tabindex="-1">${title}</h1><p class="muted">Loading…</p>`;
-  const ps = data.parameter || [];
-  const get = (n) => (ps.find((p) => p.name === n) || {}).valueString;
-  const props = ps.filter((p) => p.name === 'property');
-  const designations = ps.filter((p) => p.name === 'designation');
-  const part = (p, n) => (p.part || []).find((x) => x.name === n) || {};
-  const value = (x) => x.valueCode ?? x.valueString ?? x.valueCoding?.code ?? x.valueBoolean ?? x.valueInteger ?? x.valueDecimal ?? x.valueDateTime ?? '';
-  return html`
-    <h1 tabindex="-1">${get('display') || params.code}</h1>
-    <p><code class="sctid">${params.code}</code> <span class="muted">${get('name') || system} ${get('version') || ''}</span></p>
-    <h2>Properties</h2>
-    ${props.length ? html`<table class="grid"><thead><tr><th>Property</th><th>Value</th><th>Description</th></tr></thead><tbody>
-      ${props.map((p) => {
-        const code = part(p, 'code').valueCode;
-        const v = value(part(p, 'value'));
-        const linked = ['parent', 'child', 'Parent', 'Child'].includes(code) || part(p, 'value').valueCode !== undefined;
-        return html`<tr><td>${code}</td><td>${linked ? html`<a href=${href('code', { system: params.system, code: v })}>${v}</a>` : String(v)}</td><td>${part(p, 'description').valueString || ''}</td></tr>`;
-      })}</tbody></table>` : html`<p class="muted">No properties.</p>`}
-    <h2>Designations</h2>
-    ${designations.length ? html`<ul class="plain">${designations.map((d) => html`<li>${part(d, 'value').valueString} <span class="muted">${part(d, 'language').valueCode || ''} ${part(d, 'use').valueCoding?.display || ''}</span></li>`)}</ul>`
-      : html`<p class="muted">None.</p>`}`;
 }

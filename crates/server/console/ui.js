@@ -90,3 +90,18 @@ export function Marked({ text, q }) {
   }
   return out;
 }
+
+/** An id shown selectable, with a button that copies it (`label`: the button's text). */
+export function CopyId({ id, label = 'Copy concept id' }) {
+  const [said, setSaid] = useState('');
+  const copy = () => {
+    const done = () => setSaid('Copied');
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(id).then(done, () => setSaid('Select the id and copy it'));
+    } else {
+      setSaid('Select the id and copy it');
+    }
+  };
+  return html`<span class="copy"><code class="sctid">${id}</code>
+    <button type="button" onClick=${copy}>${label}</button> <span aria-live="polite">${said}</span></span>`;
+}
