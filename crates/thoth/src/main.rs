@@ -65,7 +65,10 @@ fn main() -> anyhow::Result<()> {
 /// Logs go to stderr so that commands which print data on stdout stay pipeable. `RUST_LOG` overrides the level.
 fn init_logging() {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // rmcp logs the life of every MCP session at info, three lines per stateless `POST /mcp` call: warnings only,
+    // unless RUST_LOG asks (at a thousand calls a second they were most of the log and a tenth of the CPU).
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
