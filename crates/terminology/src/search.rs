@@ -11,6 +11,30 @@ use crate::service::{DEFAULT_SEARCH_COUNT, MAX_SEARCH_COUNT, Terminology};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+/// Resources whose text is at least this long are kept written (smaller ones cost less to write than to look up).
+const WHOLE_TEXT_KEPT_FROM: usize = 16 * 1024;
+
+/// `o` as JSON text, its members that `keep` keeps, in order.
+fn write_object(
+    buf: &mut Vec<u8>,
+    o: &serde_json::Map<String, Value>,
+    keep: &dyn Fn(&str) -> bool,
+) {
+    buf.push(b'{');
+    let mut first = true;
+    for (k, v) in o.iter().filter(|(k, _)| keep(k)) {
+        if !first {
+            buf.push(b',');
+        }
+        first = false;
+        json_string(buf, k);
+        buf.push(b':');
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *buf, v);
+    }
+    buf.push(b'}');
+}
+
 impl Terminology {
     /// [`Terminology::search`]'s answer as JSON text.
     pub fn search_text<K: AsRef<str>, V: AsRef<str>>(
@@ -116,22 +140,30 @@ impl Terminology {
                 buf.extend_from_slice(br#"{"fullUrl":"#);
                 json_string(&mut buf, &format!("{base}/{}/{id}", kind.name()));
                 buf.extend_from_slice(br#","resource":"#);
+                let whole = summary != Some("true") && elements.is_none();
                 match object {
-                    Some(o) => {
-                        buf.push(b'{');
-                        let mut first = true;
-                        for (k, v) in o.iter().filter(|(k, _)| keep(k)) {
-                            if !first {
-                                buf.push(b',');
+                    // A resource returned whole: its text once, then from the cache (writing a 2 MB value set
+                    // again for every request held the HTTP thread for milliseconds).
+                    Some(o) if whole => {
+                        let key = format!("{:p}", Arc::as_ptr(r));
+                        match self.resource_texts.get(&key) {
+                            Some(kept) if Arc::ptr_eq(&kept.0, r) => buf.extend_from_slice(&kept.1),
+                            _ => {
+                                let mut text = Vec::new();
+                                write_object(&mut text, o, &keep);
+                                buf.extend_from_slice(&text);
+                                if text.len() >= WHOLE_TEXT_KEPT_FROM {
+                                    let bytes = text.len();
+                                    self.resource_texts.put(
+                                        key,
+                                        Arc::new(((*r).clone(), text)),
+                                        bytes,
+                                    );
+                                }
                             }
-                            first = false;
-                            json_string(&mut buf, k);
-                            buf.push(b':');
-                            // Writing into a Vec cannot fail.
-                            let _ = serde_json::to_writer(&mut buf, v);
                         }
-                        buf.push(b'}');
                     }
+                    Some(o) => write_object(&mut buf, o, &keep),
                     None => {
                         let _ = serde_json::to_writer(&mut buf, &***r);
                     }

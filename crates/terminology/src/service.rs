@@ -77,6 +77,9 @@ pub struct Terminology {
     /// The text of recent answers of the fast path's expansions (without their identifier and timestamp), by
     /// value set and parameters; bounded by the same bytes, disabled with it.
     pub(crate) expansion_texts: crate::expansion::TextCache,
+    /// The JSON text of large registry resources as a search returns them whole, by the resource's address; each
+    /// entry holds the resource, so that the address cannot be reused while it is cached.
+    pub(crate) resource_texts: crate::cache::Lru<(Arc<Value>, Vec<u8>)>,
 }
 
 impl Default for Terminology {
@@ -138,6 +141,8 @@ impl Terminology {
         // Grammar-based code systems (UCUM) need no content: every service answers for them.
         let providers = crate::builtin::builtin_providers(&registry, data);
         let provider_systems = providers.iter().map(|p| p.code_system()).collect();
+        // A few dozen of the largest value sets (`snomed-intl-gps` is 2.3 MB of text), within the expansions' bytes.
+        let resource_texts = crate::cache::Lru::new(256, config.expansion_cache_bytes);
         Terminology {
             registry,
             config,
@@ -145,6 +150,7 @@ impl Terminology {
             provider_systems,
             expansions,
             expansion_texts,
+            resource_texts,
         }
     }
 
