@@ -7,8 +7,8 @@
 
 use crate::fast::{json_number, json_string};
 use crate::registry::Kind;
-use crate::service::{DEFAULT_SEARCH_COUNT, MAX_SEARCH_COUNT, Terminology};
-use serde_json::{Value, json};
+use crate::service::{DEFAULT_SEARCH_COUNT, MAX_SEARCH_COUNT, Terminology, count_clamped_entry};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// Resources whose text is at least this long are kept written (smaller ones cost less to write than to look up).
@@ -109,21 +109,7 @@ impl Terminology {
         let mut buf: Vec<u8> = Vec::with_capacity(256 + 1024 * page.len());
         buf.extend_from_slice(br#"{"resourceType":"Bundle","type":"searchset","total":"#);
         json_number(&mut buf, total as u64);
-        let outcome = (asked > count && listing).then(|| {
-            json!({
-                "resource": {
-                    "resourceType": "OperationOutcome",
-                    "issue": [{
-                        "severity": "information",
-                        "code": "too-costly",
-                        "diagnostics": format!(
-                            "_count {asked} exceeds the largest page, {MAX_SEARCH_COUNT}: the page holds at most {MAX_SEARCH_COUNT} entries"
-                        ),
-                    }],
-                },
-                "search": {"mode": "outcome"},
-            })
-        });
+        let outcome = (asked > count && listing).then(|| count_clamped_entry(asked));
         if !page.is_empty() || outcome.is_some() {
             buf.extend_from_slice(br#","entry":["#);
             for (n, r) in page.iter().enumerate() {

@@ -88,6 +88,24 @@ impl Default for Terminology {
     }
 }
 
+/// The search Bundle's entry saying that `_count` (`asked`) was more than a page holds: one rule for both search
+/// paths ([`Terminology::search`] and the fast path's text).
+pub(crate) fn count_clamped_entry(asked: usize) -> Value {
+    json!({
+        "resource": {
+            "resourceType": "OperationOutcome",
+            "issue": [{
+                "severity": "information",
+                "code": "too-costly",
+                "diagnostics": format!(
+                    "_count {asked} exceeds the largest page, {MAX_SEARCH_COUNT}: the page holds at most {MAX_SEARCH_COUNT} entries"
+                ),
+            }],
+        },
+        "search": {"mode": "outcome"},
+    })
+}
+
 /// Whether resource `r` passes every search parameter of `query` (`url`, `version`, `_id`, `status` exactly;
 /// `name` and `title` by case-blind prefix; `system` as the URL or an included system; the rest are paging and
 /// shaping parameters). The one rule of both search paths ([`Terminology::search`] and the fast path's text).
@@ -368,19 +386,7 @@ impl Terminology {
         });
         let mut entries = entries;
         if asked > count && summary != Some("count") {
-            entries.push(json!({
-                "resource": {
-                    "resourceType": "OperationOutcome",
-                    "issue": [{
-                        "severity": "information",
-                        "code": "too-costly",
-                        "diagnostics": format!(
-                            "_count {asked} exceeds the largest page, {MAX_SEARCH_COUNT}: the page holds at most {MAX_SEARCH_COUNT} entries"
-                        ),
-                    }],
-                },
-                "search": {"mode": "outcome"},
-            }));
+            entries.push(count_clamped_entry(asked));
         }
         if !entries.is_empty() {
             bundle["entry"] = Value::Array(entries);
