@@ -5,7 +5,7 @@
 //! give different answers, and so that the route's access control and audit trail apply to the tool too: the
 //! request carries the MCP caller's peer address and `Authorization` header.
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderValue, Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
@@ -66,19 +66,27 @@ impl Api {
         uri: &str,
         accept_language: Option<&str>,
     ) -> Result<Value, ToolError> {
-        self.send(caller, Method::GET, uri, Body::empty(), accept_language)
-            .await
+        let bytes = self
+            .send(caller, Method::GET, uri, Body::empty(), accept_language)
+            .await?;
+        Ok(json_or_text(&bytes))
     }
 
-    /// The JSON answer of `POST uri` with `body` (an HL7 v2 message, for the /hl7 routes).
-    pub(crate) async fn post(
+    /// The answer of `method uri` as the route wrote it (JSON text, or ndjson for several Bundles), without
+    /// reading it into a value: for the tools whose answer is the route's resource unchanged.
+    pub(crate) async fn text(
         &self,
         caller: &Caller,
+        method: Method,
         uri: &str,
         body: Vec<u8>,
-    ) -> Result<Value, ToolError> {
-        self.send(caller, Method::POST, uri, Body::from(body), None)
-            .await
+        accept_language: Option<&str>,
+    ) -> Result<String, ToolError> {
+        let bytes = self
+            .send(caller, method, uri, Body::from(body), accept_language)
+            .await?;
+        String::from_utf8(bytes.into())
+            .map_err(|_| ToolError::new(format!("the answer of {uri} is not UTF-8 text")))
     }
 
     async fn send(
@@ -88,7 +96,7 @@ impl Api {
         uri: &str,
         body: Body,
         accept_language: Option<&str>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<Bytes, ToolError> {
         let mut req = Request::builder()
             .method(method)
             .uri(uri)
@@ -116,16 +124,18 @@ impl Api {
             .await
             .map_err(|e| ToolError::new(format!("reading the answer failed: {e}")))?
             .to_bytes();
-        let value: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| {
-            // Several Bundles (ndjson) or plain text: kept as text.
-            Value::String(String::from_utf8_lossy(&bytes).into_owned())
-        });
         if status.is_success() {
-            Ok(value)
+            Ok(bytes)
         } else {
-            Err(ToolError(explain_failure(status, &value)))
+            Err(ToolError(explain_failure(status, &json_or_text(&bytes))))
         }
     }
+}
+
+/// An answer as a JSON value; several Bundles (ndjson) or plain text are kept as a string.
+fn json_or_text(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned()))
 }
 
 /// The route's error text (OperationOutcome diagnostics, Hermes's `error`) with what the status means for the

@@ -1,7 +1,7 @@
 //! The MCP server itself: tools, resources and prompts, behind rmcp's `ServerHandler`.
 
 use crate::api::{Api, Caller};
-use crate::tools::{self, Ctx, TOOLS};
+use crate::tools::{self, Answer, Ctx, TOOLS};
 use axum::extract::ConnectInfo;
 use axum::http::header;
 use axum::http::request::Parts;
@@ -55,7 +55,8 @@ impl Thoth {
     }
 
     /// The answer of tool `name` to `arguments` for `caller`, as the transports send it: structured content and
-    /// its JSON text, or a tool error (`isError`) whose text says what to do. `None` for an unknown tool.
+    /// its JSON text, a route's resource as JSON text (the FHIR operations, the HL7 v2 validation and
+    /// conversion), or a tool error (`isError`) whose text says what to do. `None` for an unknown tool.
     pub async fn call(
         &self,
         caller: &Caller,
@@ -64,7 +65,7 @@ impl Thoth {
     ) -> Option<CallToolResult> {
         let answer = tools::call(&self.ctx, caller, name, arguments).await?;
         Some(match answer {
-            Ok(value) => {
+            Ok(Answer::Value(value)) => {
                 // Structured content is an object in MCP; a bare value is wrapped.
                 let value = match value {
                     Value::Object(_) => value,
@@ -75,6 +76,9 @@ impl Thoth {
                 result.structured_content = Some(value);
                 result
             }
+            // A route's resource as the route wrote it: text only (structured content is optional without an
+            // output schema, and would cost reading the resource into a value and writing it twice more).
+            Ok(Answer::Json(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.0)]),
         })
     }

@@ -8,6 +8,7 @@
 
 use crate::api::{Api, Caller, ToolError};
 use crate::args::{Args, query, segment};
+use axum::http::Method;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -511,13 +512,123 @@ pub(crate) async fn call(
     caller: &Caller,
     name: &str,
     args: &Map<String, Value>,
-) -> Option<Result<Value, ToolError>> {
+) -> Option<Result<Answer, ToolError>> {
     let def = TOOLS.iter().find(|t| t.name == name)?;
     if let Err(e) = available(&ctx.state, def.needs) {
         return Some(Err(e));
     }
     let a = Args(args);
-    Some(run(ctx, caller, name, &a).await)
+    Some(match route_request(name, &a) {
+        Some(Ok(r)) => ctx
+            .api
+            .text(
+                caller,
+                r.method,
+                &r.uri,
+                r.body,
+                r.accept_language.as_deref(),
+            )
+            .await
+            .map(Answer::Json),
+        Some(Err(e)) => Err(e),
+        None => run(ctx, caller, name, &a).await.map(Answer::Value),
+    })
+}
+
+/// A tool's answer.
+pub(crate) enum Answer {
+    /// Built by the tool (or read from a route and reshaped): sent as structured content and its JSON text.
+    Value(Value),
+    /// A route's resource unchanged, as the route wrote it (JSON, or ndjson for several Bundles): sent as text
+    /// without being read into a value and written again, so the tool answers byte for byte what HTTP answers
+    /// and a FHIR `$lookup` costs no more than the route itself (three JSON passes over its Parameters were most
+    /// of a stdio call's time).
+    Json(String),
+}
+
+/// The HTTP request of a tool whose answer is that route's resource unchanged.
+struct RouteRequest {
+    method: Method,
+    uri: String,
+    body: Vec<u8>,
+    accept_language: Option<String>,
+}
+
+/// The route request of tool `name`, when its answer is the route's resource unchanged; `None` for the others.
+fn route_request(name: &str, a: &Args<'_>) -> Option<Result<RouteRequest, ToolError>> {
+    let get = |uri: String, accept_language: Option<String>| RouteRequest {
+        method: Method::GET,
+        uri,
+        body: Vec::new(),
+        accept_language,
+    };
+    let post = |uri: String, message: String| RouteRequest {
+        method: Method::POST,
+        uri,
+        body: crate::hl7::message_bytes(&message),
+        accept_language: None,
+    };
+    let request = || -> Result<Option<RouteRequest>, ToolError> {
+        let lang = a.opt_string("accept_language")?;
+        Ok(Some(match name {
+            "lookup" => {
+                let mut pairs = vec![
+                    ("system", Some(a.string("system")?)),
+                    ("code", Some(a.string("code")?)),
+                    ("version", a.opt_string("version")?),
+                    ("displayLanguage", a.opt_string("display_language")?),
+                ];
+                let props = a.strings("property")?;
+                pairs.extend(props.into_iter().map(|p| ("property", Some(p))));
+                get(format!("/fhir/CodeSystem/$lookup?{}", query(&pairs)), lang)
+            }
+            "validate_code" => {
+                let (route, system_param, version_param) = match a.opt_string("value_set")? {
+                    Some(_) => ("ValueSet", "system", "systemVersion"),
+                    None => ("CodeSystem", "url", "version"),
+                };
+                let q = query(&[
+                    ("url", a.opt_string("value_set")?),
+                    (system_param, Some(a.string("system")?)),
+                    ("code", Some(a.string("code")?)),
+                    ("display", a.opt_string("display")?),
+                    (version_param, a.opt_string("version")?),
+                ]);
+                get(format!("/fhir/{route}/$validate-code?{q}"), lang)
+            }
+            "subsumes" => {
+                let q = query(&[
+                    ("system", Some(a.string("system")?)),
+                    ("codeA", Some(a.string("code_a")?)),
+                    ("codeB", Some(a.string("code_b")?)),
+                    ("version", a.opt_string("version")?),
+                ]);
+                get(format!("/fhir/CodeSystem/$subsumes?{q}"), None)
+            }
+            "translate" => {
+                let q = query(&[
+                    ("url", a.opt_string("url")?),
+                    ("system", Some(a.string("system")?)),
+                    ("code", Some(a.string("code")?)),
+                    ("targetsystem", a.opt_string("target_system")?),
+                ]);
+                get(format!("/fhir/ConceptMap/$translate?{q}"), None)
+            }
+            "hl7_validate" => {
+                let q = query(&[
+                    ("version", a.opt_string("version")?),
+                    ("strict", a.opt_bool("strict")?.map(|b| b.to_string())),
+                ]);
+                post(format!("/hl7/validate?{q}"), a.string("message")?)
+            }
+            "hl7_to_fhir" => {
+                let q = query(&[("bundle", a.opt_string("bundle")?)]);
+                post(format!("/hl7/to-fhir?{q}"), a.string("message")?)
+            }
+            _ => return Ok(None),
+        }))
+    };
+    request().transpose()
 }
 
 /// Whether the content a tool needs is loaded, with what to do when it is not.
@@ -731,44 +842,6 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
                 .map_err(ToolError)?
         }
         "server_info" => server_info(ctx, caller).await,
-        "lookup" => {
-            let mut pairs = vec![
-                ("system", Some(a.string("system")?)),
-                ("code", Some(a.string("code")?)),
-                ("version", a.opt_string("version")?),
-                ("displayLanguage", a.opt_string("display_language")?),
-            ];
-            let props = a.strings("property")?;
-            pairs.extend(props.into_iter().map(|p| ("property", Some(p))));
-            api.get(
-                caller,
-                &format!("/fhir/CodeSystem/$lookup?{}", query(&pairs)),
-                lang,
-            )
-            .await
-        }
-        "validate_code" => {
-            let (route, system_param) = match a.opt_string("value_set")? {
-                Some(_) => ("ValueSet", "system"),
-                None => ("CodeSystem", "url"),
-            };
-            let q = query(&[
-                ("url", a.opt_string("value_set")?),
-                (system_param, Some(a.string("system")?)),
-                ("code", Some(a.string("code")?)),
-                ("display", a.opt_string("display")?),
-                (
-                    if route == "ValueSet" {
-                        "systemVersion"
-                    } else {
-                        "version"
-                    },
-                    a.opt_string("version")?,
-                ),
-            ]);
-            api.get(caller, &format!("/fhir/{route}/$validate-code?{q}"), lang)
-                .await
-        }
         "expand" => {
             let (offset, count) = paging_args(a, "count")?;
             let q = query(&[
@@ -793,41 +866,8 @@ async fn run(ctx: &Ctx, caller: &Caller, name: &str, a: &Args<'_>) -> Result<Val
             }
             Ok(vs)
         }
-        "subsumes" => {
-            let q = query(&[
-                ("system", Some(a.string("system")?)),
-                ("codeA", Some(a.string("code_a")?)),
-                ("codeB", Some(a.string("code_b")?)),
-                ("version", a.opt_string("version")?),
-            ]);
-            api.get(caller, &format!("/fhir/CodeSystem/$subsumes?{q}"), None)
-                .await
-        }
-        "translate" => {
-            let q = query(&[
-                ("url", a.opt_string("url")?),
-                ("system", Some(a.string("system")?)),
-                ("code", Some(a.string("code")?)),
-                ("targetsystem", a.opt_string("target_system")?),
-            ]);
-            api.get(caller, &format!("/fhir/ConceptMap/$translate?{q}"), None)
-                .await
-        }
         "hl7_parse" => crate::hl7::parse(a),
         "hl7_explain" => crate::hl7::explain(a),
-        "hl7_validate" => {
-            let q = query(&[
-                ("version", a.opt_string("version")?),
-                ("strict", a.opt_bool("strict")?.map(|b| b.to_string())),
-            ]);
-            let body = crate::hl7::message_bytes(&a.string("message")?);
-            api.post(caller, &format!("/hl7/validate?{q}"), body).await
-        }
-        "hl7_to_fhir" => {
-            let q = query(&[("bundle", a.opt_string("bundle")?)]);
-            let body = crate::hl7::message_bytes(&a.string("message")?);
-            api.post(caller, &format!("/hl7/to-fhir?{q}"), body).await
-        }
         "find_messages" => {
             let (offset, limit) = paging_args(a, "limit")?;
             let mut pairs = Vec::new();
