@@ -76,12 +76,17 @@ impl Registry {
         let url = resource["url"].as_str().unwrap_or_default().to_string();
         let version = resource["version"].as_str().map(str::to_string);
         let resource = Arc::new(resource);
-        match kind {
+        // Whether a resource of this URL and version was held: only then is `all` searched for it, which would
+        // otherwise make loading n resources cost n²/2 comparisons (half of `thoth mcp`'s start-up).
+        let replaced = match kind {
             Kind::CodeSystem => {
                 let cs = Arc::new(CodeSystem::from_json(resource.clone()));
                 let list = self.code_systems.entry(url).or_default();
+                let before = list.len();
                 list.retain(|c| c.version != version);
+                let replaced = list.len() != before;
                 list.push(cs);
+                replaced
             }
             Kind::ValueSet | Kind::ConceptMap => {
                 let map = if kind == Kind::ValueSet {
@@ -90,18 +95,23 @@ impl Registry {
                     &mut self.concept_maps
                 };
                 let list = map.entry(url).or_default();
+                let before = list.len();
                 list.retain(|c| c["version"].as_str() != version.as_deref());
+                let replaced = list.len() != before;
                 list.push(resource.clone());
+                replaced
             }
+        };
+        if replaced {
+            let before = self.all.len();
+            self.all.retain(|(k, r)| {
+                !(*k == kind
+                    && r["url"] == resource["url"]
+                    && r["version"].as_str() == version.as_deref())
+            });
+            // Only resources of this kind were replaced.
+            self.counts[kind.slot()] -= before - self.all.len();
         }
-        let before = self.all.len();
-        self.all.retain(|(k, r)| {
-            !(*k == kind
-                && r["url"] == resource["url"]
-                && r["version"].as_str() == version.as_deref())
-        });
-        // Only resources of this kind were replaced.
-        self.counts[kind.slot()] -= before - self.all.len();
         self.all.push((kind, resource));
         self.counts[kind.slot()] += 1;
         true
@@ -276,4 +286,46 @@ pub fn pick<'a, T>(
         };
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vs(url: &str, version: Option<&str>, title: &str) -> Value {
+        let mut v = json!({"resourceType": "ValueSet", "url": url, "title": title});
+        if let Some(version) = version {
+            v["version"] = json!(version);
+        }
+        v
+    }
+
+    #[test]
+    fn a_resource_of_the_same_url_and_version_replaces_the_earlier_one_everywhere() {
+        let mut r = Registry::new();
+        for i in 0..1000 {
+            assert!(r.add(vs(&format!("http://x/vs/{i}"), Some("1"), "first")));
+        }
+        r.add(json!({"resourceType": "CodeSystem", "url": "http://x/vs/7", "version": "1", "content": "complete"}));
+        r.add(vs("http://x/vs/7", Some("1"), "second"));
+        r.add(vs("http://x/vs/7", Some("2"), "other version"));
+        r.add(vs("http://y/unversioned", None, "no version"));
+        r.add(vs("http://y/unversioned", None, "no version again"));
+        assert_eq!(r.count(Kind::ValueSet), 1002);
+        assert_eq!(r.count(Kind::CodeSystem), 1);
+        assert_eq!(r.len(), 1003);
+        let titles = |url: &str| -> Vec<String> {
+            r.resources(Kind::ValueSet)
+                .filter(|v| v["url"] == url)
+                .map(|v| v["title"].as_str().unwrap_or_default().to_string())
+                .collect()
+        };
+        // The replaced one is gone from the list in load order too, and the replacement comes last.
+        assert_eq!(titles("http://x/vs/7"), ["second", "other version"]);
+        assert_eq!(titles("http://y/unversioned"), ["no version again"]);
+        assert_eq!(r.value_set_versions("http://x/vs/7").len(), 2);
+        assert_eq!(r.code_system_versions("http://x/vs/7").len(), 1);
+        assert!(!r.add(json!({"resourceType": "Patient"})));
+    }
 }
