@@ -12,6 +12,7 @@
 use crate::state::Shared;
 use crate::terminology_api::{SEARCH, TYPE_LEVEL, type_level_operation};
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::Request;
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
@@ -69,7 +70,9 @@ impl App {
                 tx.expand_seen(&pairs, language)?
             }
             Target::Search(kind) if bounded(&target, &pairs) => {
-                tx.search_text(kind, &pairs, "/fhir")
+                let chunks = tx.search_chunks(kind, &pairs, "/fhir");
+                let body = axum::body::Body::new(Chunks::new(chunks));
+                return Some(([("content-type", "application/fhir+json")], body).into_response());
             }
             _ => return None,
         };
@@ -96,6 +99,47 @@ fn bounded(
                 "url" | "version" | "_count" | "_summary" | "_offset" | "_format"
             )
         }),
+    }
+}
+
+/// A body sent as the pieces it was written in, its length known (`Content-Length`, as for one buffer): the
+/// kept text of a large resource goes to the socket as it is kept, never copied into one buffer per request.
+struct Chunks {
+    pieces: std::collections::VecDeque<Bytes>,
+    remaining: u64,
+}
+
+impl Chunks {
+    fn new(pieces: Vec<Bytes>) -> Chunks {
+        let remaining = pieces.iter().map(|p| p.len() as u64).sum();
+        Chunks {
+            pieces: pieces.into_iter().filter(|p| !p.is_empty()).collect(),
+            remaining,
+        }
+    }
+}
+
+impl hyper::body::Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        let next = self.pieces.pop_front();
+        if let Some(piece) = &next {
+            self.remaining -= piece.len() as u64;
+        }
+        Poll::Ready(next.map(|piece| Ok(hyper::body::Frame::data(piece))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.pieces.is_empty()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::SizeHint::with_exact(self.remaining)
     }
 }
 

@@ -79,7 +79,7 @@ pub struct Terminology {
     pub(crate) expansion_texts: crate::expansion::TextCache,
     /// The JSON text of large registry resources as a search returns them whole, by the resource's address; each
     /// entry holds the resource, so that the address cannot be reused while it is cached.
-    pub(crate) resource_texts: crate::cache::Lru<(Arc<Value>, Vec<u8>)>,
+    pub(crate) resource_texts: crate::cache::Lru<(Arc<Value>, bytes::Bytes)>,
 }
 
 impl Default for Terminology {
@@ -160,7 +160,9 @@ impl Terminology {
         let providers = crate::builtin::builtin_providers(&registry, data);
         let provider_systems = providers.iter().map(|p| p.code_system()).collect();
         // A few dozen of the largest value sets (`snomed-intl-gps` is 2.3 MB of text), within the expansions' bytes.
-        let resource_texts = crate::cache::Lru::new(256, config.expansion_cache_bytes);
+        // Enough entries for every value set of the FHIR packages (1,621 in R4 and HL7 Terminology): a search
+        // that cycles through more resources than the cache holds would find none of them kept.
+        let resource_texts = crate::cache::Lru::new(4096, config.expansion_cache_bytes);
         Terminology {
             registry,
             config,

@@ -365,6 +365,61 @@ async fn expansions_and_searches_answer_as_the_router() {
     assert_eq!(count("/fhir/{type}", "4xx"), 2, "{metrics}");
 }
 
+/// A search by URL of a resource large enough for its text to be kept (≥ 1 KiB) answers the router's body, the
+/// first time (written) and after (the kept text sent as it is, between the Bundle's head and tail), with the
+/// body's length known before it is sent (hyper's `Content-Length`) as for any one-buffer answer.
+#[tokio::test]
+async fn a_large_resource_found_by_url_is_the_routers_answer_each_time() {
+    let mut registry = terminology::Registry::new();
+    let concepts: Vec<Value> = (0..2000)
+        .map(|i| json!({"code": format!("c{i}"), "display": format!("Code \"{i}\" é")}))
+        .collect();
+    registry.add(json!({
+        "resourceType": "CodeSystem", "id": "big", "url": "http://example.org/big", "version": "1",
+        "name": "Big", "status": "active", "content": "complete", "concept": concepts
+    }));
+    let listed: Vec<Value> = (0..1500)
+        .map(|i| json!({"code": format!("c{i}")}))
+        .collect();
+    for version in ["1", "2"] {
+        registry.add(json!({
+            "resourceType": "ValueSet", "id": format!("listed-{version}"), "url": "http://example.org/listed",
+            "version": version, "status": "active",
+            "compose": {"include": [{"system": "http://example.org/big", "concept": listed}]}
+        }));
+    }
+    let tx = terminology::Terminology::new(registry, terminology::Config::default());
+    let state = server::AppState::new(server::ServerInfo::default()).with_terminology(Arc::new(tx));
+    for query in [
+        "CodeSystem?url=http://example.org/big",
+        "ValueSet?url=http://example.org/listed",
+        "ValueSet?url=http://example.org/listed&version=2",
+        "ValueSet?url=http://example.org/listed&_count=1",
+    ] {
+        let uri = format!("/fhir/{query}");
+        let routed = crate::get(server::router(state.clone()), &uri).await;
+        assert!(
+            routed.2.len() > 16 * 1024,
+            "{query}: {} bytes",
+            routed.2.len()
+        );
+        for pass in 0..3 {
+            let response = server::app(state.clone())
+                .oneshot(Request::get(&uri).body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::OK, "{query}");
+            let length = axum::body::HttpBody::size_hint(response.body()).exact();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(length, Some(body.len() as u64), "{query} pass {pass}");
+            assert!(
+                body == routed.2.as_bytes(),
+                "{query} pass {pass}: not the router's body"
+            );
+        }
+    }
+}
+
 /// A server with a code system of 2,500 codes, a value set of all of them, and 1,200 value sets more.
 fn large_app() -> server::App {
     let mut registry = terminology::Registry::new();
