@@ -292,6 +292,20 @@ impl Terminology {
         }
     }
 
+    /// `CodeSystem/$validate-code` of `code` in the code system `url` (no version) answered by the fast path when
+    /// the code is valid: `Some(display)`, the `display` that [`Terminology::run`]'s answer (with `result` true)
+    /// would carry. `None` for everything else (an invalid code, an unknown system, a code with a note), which
+    /// the general path answers. For callers that check many codes and read only the verdict, as the v2-to-FHIR
+    /// converter does, without writing and reading the answer's JSON.
+    pub fn valid_display_fast(&self, url: &str, code: &str) -> Option<Option<String>> {
+        let ctx = self.plain_context();
+        let cs = code_system(&ctx, url)?;
+        if status_label(&cs.resource).is_some() {
+            return None;
+        }
+        check_code(&ctx, &cs, code).map(|valid| valid.display)
+    }
+
     /// [`Terminology::run_fast`] of `ValueSet/$expand` when its answer is already kept (a request seen before):
     /// `None` without evaluating anything otherwise. Work bounded by the request's size, whatever the value
     /// set: what an HTTP thread may do for an ECL implicit value set, whose first evaluation may take long.

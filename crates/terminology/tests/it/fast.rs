@@ -113,6 +113,29 @@ fn same(tx: &Terminology, op: Operation, query: &[(&str, &str)], tally: &mut Tal
             .collect();
         let general = tx.run(op, &Params::from_query(&query), None);
         let fast = tx.run_fast(op, &query, None);
+        if op == Operation::ValidateCs {
+            // The verdict alone (what the v2-to-FHIR converter asks): given exactly when the fast path answers
+            // a valid code, with the general answer's display.
+            let get = |name: &str| {
+                query
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.as_str())
+            };
+            let verdict =
+                tx.valid_display_fast(get("url").unwrap_or(""), get("code").unwrap_or(""));
+            let answer = general.as_ref().ok().map(Params::from_json);
+            let valid = answer.as_ref().and_then(|a| a.bool("result")) == Some(true);
+            assert_eq!(
+                verdict.is_some(),
+                valid && fast.is_some(),
+                "{query:?}: the verdict's presence (general: valid {valid}, fast path answered {})",
+                fast.is_some()
+            );
+            if let Some(display) = verdict {
+                assert_eq!(display, answer.and_then(|a| a.str("display")), "{query:?}");
+            }
+        }
         tally.asked += 1;
         match (general, fast) {
             (Ok(g), Some(f)) => {
