@@ -2,17 +2,21 @@
 //! the server (`POST /hl7/to-fhir`) and `thoth hl7 to-fhir --data` hand to the converter.
 
 use std::sync::Arc;
-use terminology::{Operation, Params, Terminology};
+use terminology::{CodeVerdict, Operation, Params, Terminology};
 
 /// Checks codes with `CodeSystem/$validate-code` on a terminology service.
 pub struct TerminologyChecker(pub Arc<Terminology>);
 
 impl v2fhir::CodeChecker for TerminologyChecker {
     fn check(&self, system: &str, code: &str) -> v2fhir::CodeCheck {
-        // A valid code, the common case, from the fast path (a microsecond); the general path (its answer built
-        // as a value, then read) for the rest.
-        if let Some(display) = self.0.valid_display_fast(system, code) {
-            return v2fhir::CodeCheck::Valid { display };
+        // A valid code or one the code system lacks, from the fast path (a microsecond); the general path (its
+        // answer built as a value, then read) for the rest.
+        match self.0.code_verdict_fast(system, code) {
+            Some(CodeVerdict::Valid { display }) => return v2fhir::CodeCheck::Valid { display },
+            Some(CodeVerdict::Unknown { message }) => {
+                return v2fhir::CodeCheck::Invalid { message };
+            }
+            None => {}
         }
         let params = Params::from_query(&[
             ("url".to_string(), system.to_string()),

@@ -292,18 +292,23 @@ impl Terminology {
         }
     }
 
-    /// `CodeSystem/$validate-code` of `code` in the code system `url` (no version) answered by the fast path when
-    /// the code is valid: `Some(display)`, the `display` that [`Terminology::run`]'s answer (with `result` true)
-    /// would carry. `None` for everything else (an invalid code, an unknown system, a code with a note), which
-    /// the general path answers. For callers that check many codes and read only the verdict, as the v2-to-FHIR
-    /// converter does, without writing and reading the answer's JSON.
-    pub fn valid_display_fast(&self, url: &str, code: &str) -> Option<Option<String>> {
+    /// `CodeSystem/$validate-code` of `code` in the code system `url` (no version), the verdict alone, when the
+    /// fast path can give it: a valid code with the `display` of [`Terminology::run`]'s answer, or a code the
+    /// code system does not have with the answer's `message`. `None` for everything else (an unknown system, a
+    /// code with a note, a fragment), which the general path answers. For callers that check many codes and
+    /// read only the verdict, as the v2-to-FHIR converter does, without writing and reading the answer's JSON.
+    pub fn code_verdict_fast(&self, url: &str, code: &str) -> Option<CodeVerdict> {
         let ctx = self.plain_context();
         let cs = code_system(&ctx, url)?;
         if status_label(&cs.resource).is_some() {
             return None;
         }
-        check_code(&ctx, &cs, code).map(|valid| valid.display)
+        if let Some(valid) = check_code(&ctx, &cs, code) {
+            return Some(CodeVerdict::Valid {
+                display: valid.display,
+            });
+        }
+        unknown_code_message(&cs, code).map(|message| CodeVerdict::Unknown { message })
     }
 
     /// [`Terminology::run_fast`] of `ValueSet/$expand` when its answer is already kept (a request seen before):
@@ -428,6 +433,50 @@ fn subsumes(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
 /// What `$validate-code` reports of a known code: its display (None when it has none), and for an inactive
 /// concept of a code system that reports it, the warning's name for its status (`inactive`, `retired and
 /// inactive`) with its `status` property when it has one.
+/// The verdict of [`Terminology::code_verdict_fast`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodeVerdict {
+    /// The code is valid; its display.
+    Valid { display: Option<String> },
+    /// The code system does not have the code; the answer's message.
+    Unknown { message: String },
+}
+
+/// The general path's message for `code` missing from `cs` (`check_in_cs`), when `cs` plainly lacks it: a whole
+/// code system (not a fragment), the code absent whatever its case, no provider note on it. `None` otherwise.
+fn unknown_code_message(cs: &CodeSystem, code: &str) -> Option<String> {
+    if cs.content == Content::Fragment {
+        return None;
+    }
+    let label = match &cs.provider {
+        Some(p) => {
+            if !p.code_notes(code).is_empty() || p.plain_display(code).is_some() {
+                return None;
+            }
+            let compiled = p.compile(&[code], None, Detail::Display);
+            if compiled.find(code).is_some() {
+                return None;
+            }
+            p.version_label()
+                .map(|l| format!(" ({l})"))
+                .unwrap_or_default()
+        }
+        None => {
+            if cs.content != Content::Complete || cs.find(code).is_some() {
+                return None;
+            }
+            String::new()
+        }
+    };
+    Some(match &cs.version {
+        Some(v) => format!(
+            "Unknown code '{code}' in the CodeSystem '{}' version '{v}'{label}",
+            cs.url
+        ),
+        None => format!("Unknown code '{code}' in the CodeSystem '{}'", cs.url),
+    })
+}
+
 struct Valid {
     display: Option<String>,
     inactive: Option<(String, Option<String>)>,

@@ -56,6 +56,7 @@ pub use builtin::{
 pub use bundle::write_bundle;
 pub use codesystem::{CodeSystem, Concept, Content};
 pub use error::{ErrorKind, Issue, LoadError, Severity, TX_ISSUE_TYPE, TxError, operation_outcome};
+pub use fast::CodeVerdict;
 pub use icd10cm::{
     ICD10CM_ALL_VS, ICD10CM_SOURCE, ICD10CM_URL, Icd10cmStats, icd10cm_all_value_set,
     import_icd10cm,

@@ -8,8 +8,8 @@ use crate::shared;
 use serde_json::Value;
 use std::sync::Arc;
 use terminology::{
-    Config, Kind, LoincProvider, Operation, Params, Registry, SnomedProvider, Terminology,
-    import_icd10cm, import_loinc_store,
+    CodeVerdict, Config, Kind, LoincProvider, Operation, Params, Registry, SnomedProvider,
+    Terminology, import_icd10cm, import_loinc_store,
 };
 
 const SCT: &str = "http://snomed.info/sct";
@@ -95,6 +95,8 @@ fn fixture() -> Fixture {
 struct Tally {
     asked: usize,
     fast: usize,
+    /// `CodeSystem/$validate-code` verdicts of a code unknown to its code system.
+    unknown: usize,
 }
 
 impl Fixture {
@@ -114,26 +116,41 @@ fn same(tx: &Terminology, op: Operation, query: &[(&str, &str)], tally: &mut Tal
         let general = tx.run(op, &Params::from_query(&query), None);
         let fast = tx.run_fast(op, &query, None);
         if op == Operation::ValidateCs {
-            // The verdict alone (what the v2-to-FHIR converter asks): given exactly when the fast path answers
-            // a valid code, with the general answer's display.
+            // The verdict alone (what the v2-to-FHIR converter asks): a valid code exactly when the fast path
+            // answers one, with the general answer's display; an unknown code with the general answer's message.
             let get = |name: &str| {
                 query
                     .iter()
                     .find(|(k, _)| k == name)
                     .map(|(_, v)| v.as_str())
             };
-            let verdict =
-                tx.valid_display_fast(get("url").unwrap_or(""), get("code").unwrap_or(""));
+            let verdict = tx.code_verdict_fast(get("url").unwrap_or(""), get("code").unwrap_or(""));
             let answer = general.as_ref().ok().map(Params::from_json);
             let valid = answer.as_ref().and_then(|a| a.bool("result")) == Some(true);
-            assert_eq!(
-                verdict.is_some(),
-                valid && fast.is_some(),
-                "{query:?}: the verdict's presence (general: valid {valid}, fast path answered {})",
-                fast.is_some()
-            );
-            if let Some(display) = verdict {
-                assert_eq!(display, answer.and_then(|a| a.str("display")), "{query:?}");
+            match verdict {
+                Some(CodeVerdict::Valid { display }) => {
+                    assert!(
+                        valid && fast.is_some(),
+                        "{query:?}: valid by the verdict only"
+                    );
+                    assert_eq!(display, answer.and_then(|a| a.str("display")), "{query:?}");
+                }
+                Some(CodeVerdict::Unknown { message }) => {
+                    tally.unknown += 1;
+                    assert!(
+                        !valid,
+                        "{query:?}: unknown by the verdict, valid by the general path"
+                    );
+                    assert_eq!(
+                        Some(message),
+                        answer.and_then(|a| a.str("message")),
+                        "{query:?}"
+                    );
+                }
+                None => assert!(
+                    fast.is_none(),
+                    "{query:?}: the fast path answers, not the verdict"
+                ),
             }
         }
         tally.asked += 1;
@@ -202,6 +219,12 @@ fn the_fast_path_answers_byte_for_byte_as_the_general_path() {
         );
     }
     assert_mostly_fast("SNOMED CT CodeSystem/$validate-code", &t, 0.9);
+    // "0", "123456789" and "A00.0.0" are unknown codes; the others are not SCTIDs, which the provider notes.
+    assert!(
+        t.unknown >= 1,
+        "SNOMED CT: {} unknown-code verdicts",
+        t.unknown
+    );
 
     // Implicit value sets: is-a of the subset's hierarchies, all of SNOMED CT, and a refset (not a fast shape).
     let mut t = Tally::default();
@@ -297,6 +320,11 @@ fn the_fast_path_answers_byte_for_byte_as_the_general_path() {
         "LOINC CodeSystem/$validate-code",
         &tv,
         f.loinc_codes.len() as f64 / tv.asked as f64,
+    );
+    assert!(
+        tv.unknown >= 3,
+        "LOINC: {} unknown-code verdicts",
+        tv.unknown
     );
     let mut t = Tally::default();
     for code in f.loinc_codes.iter().map(String::as_str).chain(bogus) {
@@ -394,6 +422,16 @@ fn the_fast_path_answers_package_code_systems_as_the_general_path() {
     let tx = Terminology::new(registry, Config::default());
     let (mut lookups, mut validations) = (Tally::default(), Tally::default());
     let mut concepts = 0;
+    let mut unknown = Tally::default();
+    for (url, _) in &systems {
+        // A code none of them has.
+        same(
+            &tx,
+            Operation::ValidateCs,
+            &[("url", url), ("code", "no-such-code-zz")],
+            &mut unknown,
+        );
+    }
     for (url, codes) in &systems {
         for code in codes {
             concepts += 1;
@@ -417,6 +455,12 @@ fn the_fast_path_answers_package_code_systems_as_the_general_path() {
     );
     assert_mostly_fast("package code system lookup", &lookups, 0.95);
     assert_mostly_fast("package CodeSystem/$validate-code", &validations, 0.75);
+    assert!(
+        unknown.unknown >= systems.len() / 2,
+        "{} unknown-code verdicts over {} package code systems",
+        unknown.unknown,
+        systems.len()
+    );
     let mut t = Tally::default();
     for (vs, system) in &whole_system_sets {
         let Some((_, codes)) = systems.iter().find(|(u, _)| u == system) else {
