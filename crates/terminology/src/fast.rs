@@ -436,10 +436,16 @@ fn subsumes(ctx: &Ctx<'_>, q: &Query<'_>) -> Option<Vec<u8>> {
 /// The verdict of [`Terminology::code_verdict_fast`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CodeVerdict {
-    /// The code is valid; its display.
-    Valid { display: Option<String> },
-    /// The code system does not have the code; the answer's message.
-    Unknown { message: String },
+    /// The code is valid.
+    Valid {
+        /// The answer's display of the code.
+        display: Option<String>,
+    },
+    /// The code system does not have the code.
+    Unknown {
+        /// The answer's message.
+        message: String,
+    },
 }
 
 /// The general path's message for `code` missing from `cs` (`check_in_cs`), when `cs` plainly lacks it: a whole
