@@ -9,13 +9,14 @@ pub struct TerminologyChecker(pub Arc<Terminology>);
 
 impl v2fhir::CodeChecker for TerminologyChecker {
     fn check(&self, system: &str, code: &str) -> v2fhir::CodeCheck {
-        // A valid code or one the code system lacks, from the fast path (a microsecond); the general path (its
-        // answer built as a value, then read) for the rest.
+        // A valid code, one the code system lacks or a system not loaded, from the fast path (a microsecond);
+        // the general path (its answer built as a value, then read) for the rest.
         match self.0.code_verdict_fast(system, code) {
             Some(CodeVerdict::Valid { display }) => return v2fhir::CodeCheck::Valid { display },
             Some(CodeVerdict::Unknown { message }) => {
                 return v2fhir::CodeCheck::Invalid { message };
             }
+            Some(CodeVerdict::UnknownSystem) => return v2fhir::CodeCheck::NotLoaded,
             None => {}
         }
         let params = Params::from_query(&[

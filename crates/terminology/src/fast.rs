@@ -293,13 +293,19 @@ impl Terminology {
     }
 
     /// `CodeSystem/$validate-code` of `code` in the code system `url` (no version), the verdict alone, when the
-    /// fast path can give it: a valid code with the `display` of [`Terminology::run`]'s answer, or a code the
-    /// code system does not have with the answer's `message`. `None` for everything else (an unknown system, a
-    /// code with a note, a fragment), which the general path answers. For callers that check many codes and
+    /// fast path can give it: a valid code with the `display` of [`Terminology::run`]'s answer, a code the code
+    /// system does not have with the answer's `message`, or a system not loaded. `None` for everything else (a
+    /// code with a note, a fragment, a draft code system), which the general path answers. For callers that check many codes and
     /// read only the verdict, as the v2-to-FHIR converter does, without writing and reading the answer's JSON.
     pub fn code_verdict_fast(&self, url: &str, code: &str) -> Option<CodeVerdict> {
         let ctx = self.plain_context();
-        let cs = code_system(&ctx, url)?;
+        if url.contains('|') {
+            return None;
+        }
+        let Some(cs) = ctx.find_cs(url, None) else {
+            // Nothing serves the system and no resource (a supplement at most) has its URL.
+            return Some(CodeVerdict::UnknownSystem);
+        };
         if status_label(&cs.resource).is_some() {
             return None;
         }
@@ -446,6 +452,8 @@ pub enum CodeVerdict {
         /// The answer's message.
         message: String,
     },
+    /// No code system of that URL is loaded (the answer's issue is `not-found`).
+    UnknownSystem,
 }
 
 /// The general path's message for `code` missing from `cs` (`check_in_cs`), when `cs` plainly lacks it: a whole

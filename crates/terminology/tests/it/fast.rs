@@ -147,6 +147,16 @@ fn same(tx: &Terminology, op: Operation, query: &[(&str, &str)], tally: &mut Tal
                         "{query:?}"
                     );
                 }
+                Some(CodeVerdict::UnknownSystem) => {
+                    // What the converter's checker reads as "not loaded": an error, or an issue `not-found`.
+                    let not_found = general
+                        .as_ref()
+                        .map_or(true, |g| g.to_string().contains(r#""code":"not-found""#));
+                    assert!(
+                        not_found,
+                        "{query:?}: an unknown system by the verdict only: {general:?}"
+                    );
+                }
                 None => assert!(
                     fast.is_none(),
                     "{query:?}: the fast path answers, not the verdict"
@@ -423,6 +433,21 @@ fn the_fast_path_answers_package_code_systems_as_the_general_path() {
     let (mut lookups, mut validations) = (Tally::default(), Tally::default());
     let mut concepts = 0;
     let mut unknown = Tally::default();
+    // Systems nobody loaded, among them v2 tables the packages do not define.
+    for url in [
+        "http://terminology.hl7.org/CodeSystem/v2-0125",
+        "http://terminology.hl7.org/CodeSystem/v2-9999",
+        "http://example.org/none",
+        "urn:oid:1.2.3.4",
+        "",
+    ] {
+        same(
+            &tx,
+            Operation::ValidateCs,
+            &[("url", url), ("code", "x")],
+            &mut unknown,
+        );
+    }
     for (url, _) in &systems {
         // A code none of them has.
         same(
