@@ -41,7 +41,7 @@ struct Ctx<'m, 'a> {
     /// Resources built from a value (`assigner(Organization)`), deduplicated by content.
     value_resources: Vec<(String, TypeShape, Node)>,
     bundle: Node,
-    notes: Vec<Note>,
+    notes: Notes,
     /// Spare row lists for [`Ctx::apply_map`] (which recurses), so that each call does not allocate its own.
     spare: Vec<Vec<u32>>,
     /// Per segment-only condition ([`ElementRow::cond_slot`]): the segment it was last evaluated for (1-based;
@@ -280,7 +280,42 @@ fn dt_map(row: &ElementRow) -> Option<&'static ElementMap> {
     row.dt.map(|i| &maps().elements[i])
 }
 
-pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
+/// The report being written. Information notes are formatted only when the caller asks for the report:
+/// [`crate::convert_json`] gives the Bundle alone, whose OperationOutcome holds the warnings (always kept).
+pub(crate) struct Notes {
+    list: Vec<Note>,
+    /// Whether information notes are kept.
+    info: bool,
+}
+
+impl Notes {
+    /// Records a note (an information note only when the report is asked for); `message` is formatted only then.
+    fn add(&mut self, severity: Severity, path: impl fmt::Display, message: fmt::Arguments<'_>) {
+        if severity == Severity::Information && !self.info {
+            return;
+        }
+        self.add_always(severity, path, message);
+    }
+
+    /// Records a note even when only the Bundle is asked for: an information note whose text a warning can share
+    /// (`code .. is not in the guide's .. map`), so that the report's de-duplication, which keeps the first of
+    /// equal notes, drops the same warnings either way.
+    fn add_always(
+        &mut self,
+        severity: Severity,
+        path: impl fmt::Display,
+        message: fmt::Arguments<'_>,
+    ) {
+        self.list.push(Note {
+            severity,
+            path: path.to_string(),
+            message: fmt::format(message),
+        });
+    }
+}
+
+/// `report`: whether the report's information notes are written (see [`Notes`]).
+pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Conversion {
     let tree = msg.group_tree();
     let structure = tree.structure_id().unwrap_or("");
     let sender = msg.get("MSH-4").unwrap_or_default();
@@ -303,7 +338,10 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
         resources: Vec::new(),
         value_resources: Vec::new(),
         bundle: Node::obj(),
-        notes: Vec::new(),
+        notes: Notes {
+            list: Vec::new(),
+            info: report,
+        },
         spare: Vec::new(),
         conds: Vec::new(),
         segment: 0,
@@ -313,12 +351,12 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
         Some((name, _)) if name != structure => ctx.note(
             Severity::Warning,
             "MSH-9",
-            format!("the guide has no map for {structure}; converted with the {name} map"),
+            format_args!("the guide has no map for {structure}; converted with the {name} map"),
         ),
         None => ctx.note(
             Severity::Warning,
             "MSH-9",
-            format!(
+            format_args!(
                 "the guide has no map for {}; each segment converted by its most common segment map",
                 if structure.is_empty() { "this message type" } else { structure }
             ),
@@ -399,13 +437,17 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
                 }
             }
         }
-        // Nothing silently lost: every valued field that no applied row read is reported with its path.
+        // Nothing silently lost: every valued field that no applied row read is reported with its path (when the
+        // report is asked for: these are information notes).
+        if !ctx.notes.info {
+            continue;
+        }
         if !any && id != "MSH" {
             if seg.fields().skip(1).any(|f| !f.is_empty()) {
                 ctx.note(
                     Severity::Information,
                     id,
-                    format!("segment {id} (#{}) is not mapped by the guide", index + 1),
+                    format_args!("segment {id} (#{}) is not mapped by the guide", index + 1),
                 );
             }
             continue;
@@ -415,9 +457,11 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
             if !mapped_fields.get(f).copied().unwrap_or(false)
                 && seg.field(f).is_some_and(|v| !v.is_empty())
             {
-                let l = format!("{id}-{f}");
-                let message = format!("{l} has no FHIR target in the guide's map");
-                ctx.note(Severity::Information, l, message);
+                ctx.note(
+                    Severity::Information,
+                    format_args!("{id}-{f}"),
+                    format_args!("{id}-{f} has no FHIR target in the guide's map"),
+                );
             }
         }
     }
@@ -486,12 +530,8 @@ fn choose_rows<'r>(
 type Place<'x, 'p> = (usize, &'x Groups<'p>, &'x [Vec<(&'p str, u32)>]);
 
 impl Ctx<'_, '_> {
-    fn note(&mut self, severity: Severity, path: impl fmt::Display, message: String) {
-        self.notes.push(Note {
-            severity,
-            path: path.to_string(),
-            message,
-        });
+    fn note(&mut self, severity: Severity, path: impl fmt::Display, message: fmt::Arguments<'_>) {
+        self.notes.add(severity, path, message);
     }
 
     fn full_url(id: &str) -> String {
@@ -570,7 +610,7 @@ impl Ctx<'_, '_> {
             self.note(
                 Severity::Information,
                 src.segment().id(),
-                format!("the guide's segment map {map_name} is not published"),
+                format_args!("the guide's segment map {map_name} is not published"),
             );
             return;
         };
@@ -757,7 +797,7 @@ impl Ctx<'_, '_> {
                         // the rest reported.
                         if several && !resolved.many() {
                             if rep == 0 {
-                                self.note(Severity::Information, path, format!("{path} repeats; FHIR {} holds one value: repetitions after the first are not mapped", attr_name));
+                                self.note(Severity::Information, path, format_args!("{path} repeats; FHIR {} holds one value: repetitions after the first are not mapped", attr_name));
                             }
                             break;
                         }
@@ -887,7 +927,7 @@ impl Ctx<'_, '_> {
                 _ => self.note(
                     Severity::Warning,
                     path,
-                    format!(
+                    format_args!(
                         "{path}: code {text:?} is not in the guide's {vocab} map; kept as sent"
                     ),
                 ),
@@ -898,7 +938,7 @@ impl Ctx<'_, '_> {
             Some(Unfit::Invalid) => self.note(
                 Severity::Warning,
                 path,
-                format!(
+                format_args!(
                     "{path}: {text:?} is not a valid FHIR {}; not mapped",
                     ty.name()
                 ),
@@ -906,7 +946,7 @@ impl Ctx<'_, '_> {
             Some(Unfit::TimeWithoutZone) => self.note(
                 Severity::Information,
                 path,
-                format!("{path}: {text:?} has a time but no time zone; only its date is kept"),
+                format_args!("{path}: {text:?} has a time but no time zone; only its date is kept"),
             ),
             None => {}
         }
@@ -999,7 +1039,9 @@ impl Ctx<'_, '_> {
                     self.note(
                         Severity::Warning,
                         path,
-                        format!("{path}: coding system {text:?} has no known FHIR URI; not mapped"),
+                        format_args!(
+                            "{path}: coding system {text:?} has no known FHIR URI; not mapped"
+                        ),
                     );
                     return None;
                 }
@@ -1039,10 +1081,12 @@ impl Ctx<'_, '_> {
             break;
         }
         if let Some(code) = missing {
-            self.note(
+            self.notes.add_always(
                 Severity::Information,
                 path,
-                format!("{path}: code {code:?} is not in the guide's {vocab} map; kept as sent"),
+                format_args!(
+                    "{path}: code {code:?} is not in the guide's {vocab} map; kept as sent"
+                ),
             );
         }
     }
@@ -1084,7 +1128,11 @@ impl Ctx<'_, '_> {
             &index.to_le_bytes(),
             self.resources[t].id.as_bytes(),
         ]);
-        let mut sink = Vec::new();
+        // What a link would report is not reported (the References column is the converter's, not the message's).
+        let mut sink = Notes {
+            list: Vec::new(),
+            info: false,
+        };
         write(
             &mut node,
             path,
@@ -1162,8 +1210,8 @@ impl Ctx<'_, '_> {
             });
         }
         // The first of equal notes stays (a handful of notes: comparing beats hashing copies of them).
-        let mut kept: Vec<Note> = Vec::with_capacity(self.notes.len());
-        for n in std::mem::take(&mut self.notes) {
+        let mut kept: Vec<Note> = Vec::with_capacity(self.notes.list.len());
+        for n in std::mem::take(&mut self.notes.list) {
             if !kept
                 .iter()
                 .any(|k| k.path == n.path && k.message == n.message)
@@ -1171,7 +1219,7 @@ impl Ctx<'_, '_> {
                 kept.push(n);
             }
         }
-        self.notes = kept;
+        self.notes.list = kept;
         resources.sort_by_key(|b| u8::from(!is_header(b)));
         for b in resources {
             entries.push((b.id, b.ty.name(), b.node));
@@ -1210,7 +1258,7 @@ impl Ctx<'_, '_> {
         bundle.write_json(&mut json);
         Conversion {
             json,
-            notes: self.notes,
+            notes: self.notes.list,
         }
     }
 
@@ -1218,6 +1266,7 @@ impl Ctx<'_, '_> {
     fn outcome(&self) -> Option<Node> {
         let issues: Vec<(u64, Node)> = self
             .notes
+            .list
             .iter()
             .filter(|n| n.severity >= Severity::Warning)
             .enumerate()
@@ -1288,7 +1337,7 @@ fn drop_identifiers_without_value(n: &mut Node) {
 /// FHIR requires a status on Observation, DiagnosticReport, Encounter and many others; when the message gave
 /// none the guide could map, the status is `unknown` (where the element's required value set has it) and the
 /// report says so, rather than a resource that is not valid FHIR.
-fn required_status(b: &mut Built, notes: &mut Vec<Note>) {
+fn required_status(b: &mut Built, notes: &mut Notes) {
     const NEEDS_STATUS: [&str; 6] = [
         "Observation",
         "DiagnosticReport",
@@ -1314,14 +1363,14 @@ fn required_status(b: &mut Built, notes: &mut Vec<Note>) {
         return;
     }
     fields.push(("status".into(), Node::Str("unknown".into())));
-    notes.push(Note {
-        severity: Severity::Information,
-        path: name.to_string(),
-        message: format!(
+    notes.add(
+        Severity::Information,
+        name,
+        format_args!(
             "{name} {}: the message gives no status the guide maps; status is unknown",
             b.id
         ),
-    });
+    );
 }
 
 /// An extension needs its url and a value or nested extensions; the maps build both halves from separate rows,
@@ -1414,7 +1463,7 @@ fn write(
     resolved: &Resolved,
     base: u64,
     value: Node,
-    notes: &mut Vec<Note>,
+    notes: &mut Notes,
     path: Label<'_>,
 ) {
     let Some((last, init)) = steps.split_last() else {
@@ -1425,27 +1474,27 @@ fn write(
     let mut tag = base;
     for (i, s) in init.iter().enumerate() {
         let Some(&e) = resolved.shapes.get(i) else {
-            notes.push(Note {
-                severity: Severity::Information,
-                path: path.to_string(),
-                message: format!(
+            notes.add(
+                Severity::Information,
+                path,
+                format_args!(
                     "{path}: {} is not an element of FHIR {}; not mapped",
                     s.name,
                     t.name()
                 ),
-            });
+            );
             return;
         };
         if other_choice_present(node, t, s.name, e.choice) {
-            notes.push(Note {
-                severity: Severity::Information,
-                path: path.to_string(),
-                message: format!(
+            notes.add(
+                Severity::Information,
+                path,
+                format_args!(
                     "{path}: {}[x] already has a value; {} not mapped",
                     e.choice.unwrap_or(""),
                     s.name
                 ),
-            });
+            );
             return;
         }
         // The guide numbers extensions per segment map, and sometimes gives two fields the same number
@@ -1471,29 +1520,29 @@ fn write(
         t = e.ty;
     }
     let Some(&e) = resolved.shapes.get(init.len()) else {
-        notes.push(Note {
-            severity: Severity::Information,
-            path: path.to_string(),
-            message: format!(
+        notes.add(
+            Severity::Information,
+            path,
+            format_args!(
                 "{path}: {} is not an element of FHIR {}; not mapped",
                 last.name,
                 t.name()
             ),
-        });
+        );
         return;
     };
     if let Some(base) = e.choice
         && other_choice_present(node, t, last.name, e.choice)
     {
         // One alternative of a choice element only: the first row's value stands.
-        notes.push(Note {
-            severity: Severity::Information,
-            path: path.to_string(),
-            message: format!(
+        notes.add(
+            Severity::Information,
+            path,
+            format_args!(
                 "{path}: {base}[x] already has a value; {} not mapped",
                 last.name
             ),
-        });
+        );
         return;
     }
     // A code outside the required value set of its element would make the resource invalid: the code is kept
@@ -1505,15 +1554,11 @@ fn write(
                     .required
                     .is_some_and(|allowed| !allowed.contains(&&*code)) =>
         {
-            notes.push(Note {
-                severity: Severity::Warning,
-                path: path.to_string(),
-                message: format!(
+            notes.add(Severity::Warning, path, format_args!(
                     "{path}: {code:?} is not a code of FHIR {}.{}'s required value set; kept as its original text",
                     t.name(),
                     last.name
-                ),
-            });
+                ));
             if e.many {
                 return;
             }
@@ -1590,7 +1635,7 @@ fn other_choice_present(
 }
 
 /// Coding systems written from CWE.3 inside a nested map: the v2 name (`LN`) becomes the FHIR URI.
-fn fix_systems(obj: &mut Node, notes: &mut Vec<Note>, path: Label<'_>) {
+fn fix_systems(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
     match obj {
         Node::Obj(fields) => {
             let mut drop = false;
@@ -1602,11 +1647,7 @@ fn fix_systems(obj: &mut Node, notes: &mut Vec<Note>, path: Label<'_>) {
                         match system_uri(s) {
                             Some(u) => *s = Cow::Borrowed(u),
                             None => {
-                                notes.push(Note {
-                                    severity: Severity::Warning,
-                                    path: path.to_string(),
-                                    message: format!("{path}: coding system {s:?} has no known FHIR URI; the code is kept without a system"),
-                                });
+                                notes.add(Severity::Warning, path, format_args!("{path}: coding system {s:?} has no known FHIR URI; the code is kept without a system"));
                                 drop = true;
                             }
                         }
@@ -1630,7 +1671,7 @@ fn fix_systems(obj: &mut Node, notes: &mut Vec<Note>, path: Label<'_>) {
 
 /// Checks every coding (`coding` items, `class`) against the terminology: fills a missing display from the code
 /// system, reports a code that is not valid (kept as sent).
-fn check_codes(node: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Vec<Note>, at: &str) {
+fn check_codes(node: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Notes, at: &str) {
     match node {
         Node::Obj(fields) => {
             for (k, v) in fields.iter_mut() {
@@ -1653,7 +1694,7 @@ fn check_codes(node: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Ve
     }
 }
 
-fn check_one(c: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Vec<Note>, at: &str) {
+fn check_one(c: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Notes, at: &str) {
     let (Some(system), Some(code)) = (c.get_str("system"), c.get_str("code")) else {
         return;
     };
@@ -1667,13 +1708,11 @@ fn check_one(c: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Vec<Not
                 c.set_if_absent("display".into(), Node::Str(d.into()));
             }
         }
-        CodeCheck::Invalid { message } => notes.push(Note {
-            severity: Severity::Warning,
-            path: at.to_string(),
-            message: format!(
-                "{at}: code {code:?} is not valid in {system}: {message}; kept as sent"
-            ),
-        }),
+        CodeCheck::Invalid { message } => notes.add(
+            Severity::Warning,
+            at,
+            format_args!("{at}: code {code:?} is not valid in {system}: {message}; kept as sent"),
+        ),
     }
 }
 

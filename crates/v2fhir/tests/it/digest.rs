@@ -89,6 +89,11 @@ fn digest() -> String {
             count += 1;
             for options in &variants {
                 let c = v2fhir::convert(&msg, options);
+                // The Bundle alone is the same bytes, its report's information notes not written.
+                assert!(
+                    v2fhir::convert_json(&msg, options) == c.json,
+                    "{name}: convert_json differs from convert"
+                );
                 let _ = write!(
                     line,
                     " {:016x}:{:016x}",
