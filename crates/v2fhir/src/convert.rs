@@ -89,11 +89,38 @@ impl fmt::Display for Label<'_> {
     }
 }
 
+/// A segment read once for all the rows applied to it: its id and its fields (the OBX map has a hundred rows,
+/// most of which ask for a field by number).
+struct SegView<'a> {
+    id: &'a str,
+    header: bool,
+    /// Field `n` at index `n` (index 0 is `None`).
+    fields: Vec<Option<Value<'a>>>,
+}
+
+impl<'a> SegView<'a> {
+    /// Reads `seg`, reusing `fields`' allocation.
+    fn new(seg: Segment<'_, 'a>, mut fields: Vec<Option<Value<'a>>>) -> SegView<'a> {
+        fields.clear();
+        fields.push(None);
+        fields.extend((1..=seg.field_count()).map(|n| seg.field(n)));
+        SegView {
+            id: seg.id(),
+            header: seg.is_header(),
+            fields,
+        }
+    }
+
+    fn field(&self, n: usize) -> Option<Value<'a>> {
+        self.fields.get(n).copied().flatten()
+    }
+}
+
 /// What a row reads from: a segment's fields, or a value's components.
 #[derive(Clone, Copy)]
 enum Src<'m, 'a> {
-    Seg(Segment<'m, 'a>),
-    Val(Value<'a>, Segment<'m, 'a>),
+    Seg(&'m SegView<'a>),
+    Val(Value<'a>, &'m SegView<'a>),
 }
 
 /// The repetitions of a field, or the one value a component is.
@@ -113,10 +140,10 @@ impl<'a> Iterator for Reps<'a> {
     }
 }
 
-impl<'a> Src<'_, 'a> {
-    fn segment(&self) -> Segment<'_, 'a> {
+impl<'m, 'a> Src<'m, 'a> {
+    fn view(&self) -> &'m SegView<'a> {
         match self {
-            Src::Seg(s) | Src::Val(_, s) => *s,
+            Src::Seg(s) | Src::Val(_, s) => s,
         }
     }
 
@@ -130,11 +157,7 @@ impl<'a> Src<'_, 'a> {
     ) -> impl Iterator<Item = Value<'a>> + Clone + use<'a> {
         let (first, second) = (first as usize, second as usize);
         let reps = match self {
-            Src::Seg(s) => match s.field(first) {
-                Some(f) if s.is_header() && first <= 2 => Reps::One(Some(f)),
-                Some(f) => Reps::Many(f.parts()),
-                None => Reps::One(None),
-            },
+            Src::Seg(s) => field_reps(s.field(first), s.header, first),
             Src::Val(v, _) => Reps::One(child(*v, first)),
         };
         reps.filter_map(move |r| {
@@ -146,6 +169,33 @@ impl<'a> Src<'_, 'a> {
         })
         .filter(|v| !v.is_empty() && !v.is_null())
     }
+}
+
+/// The repetitions of field `n` (MSH-1 and MSH-2 are one value each).
+fn field_reps(f: Option<Value<'_>>, header: bool, n: usize) -> Reps<'_> {
+    match f {
+        Some(f) if header && n <= 2 => Reps::One(Some(f)),
+        Some(f) => Reps::Many(f.parts()),
+        None => Reps::One(None),
+    }
+}
+
+/// The non-empty repetitions of an element of a segment other than the one being converted.
+fn other_element<'a>(
+    s: Segment<'_, 'a>,
+    first: u16,
+    second: u16,
+) -> impl Iterator<Item = Value<'a>> {
+    let (first, second) = (first as usize, second as usize);
+    field_reps(s.field(first), s.is_header(), first)
+        .filter_map(move |r| {
+            if second > 0 {
+                child(r, second)
+            } else {
+                Some(r)
+            }
+        })
+        .filter(|v| !v.is_empty() && !v.is_null())
 }
 
 /// The rows of `map` that may apply to `src`, in order: those reading a field (component) that is not empty.
@@ -160,7 +210,7 @@ fn valued_rows(map: &ElementMap, src: Src<'_, '_>, out: &mut Vec<u32>) {
     };
     match src {
         Src::Seg(s) => {
-            for f in 1..map.by_first.len().min(s.field_count() + 1) {
+            for f in 1..map.by_first.len().min(s.fields.len()) {
                 if let Some(v) = s.field(f) {
                     add(f, v);
                 }
@@ -224,14 +274,14 @@ impl Facts for SrcFacts<'_, '_, '_> {
     fn values(&self, r: &Ref, visit: &mut dyn FnMut(&str) -> bool) {
         match (&r.segment, self.src) {
             (None, src) => visit_texts(src.element(r.first, r.second), visit),
-            (Some(id), src) if src.segment().id() == &**id => {
-                visit_texts(Src::Seg(src.segment()).element(r.first, r.second), visit)
+            (Some(id), src) if src.view().id == &**id => {
+                visit_texts(Src::Seg(src.view()).element(r.first, r.second), visit)
             }
             (Some(id), _) => match self.msg.find_segment(id.as_bytes(), 1) {
                 Some(s) if r.first == 0 => {
                     visit(s.id());
                 }
-                Some(s) => visit_texts(Src::Seg(s).element(r.first, r.second), visit),
+                Some(s) => visit_texts(other_element(s, r.first, r.second), visit),
                 None => {}
             },
         }
@@ -370,14 +420,17 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Co
         .map(|i| tree.path_of(i).unwrap_or_default())
         .collect();
     let placed: Vec<Vec<(&str, u32)>> = paths.iter().map(|p| split_path(p)).collect();
+    let ids: Vec<&str> = msg.segments().map(|s| s.id()).collect();
     let mut last_anchor: Option<&str> = None;
+    let mut fields_buf = Vec::new();
     for (index, seg) in msg.segments().enumerate() {
         let groups = &placed[index][..];
-        let id = seg.id();
+        let view = SegView::new(seg, std::mem::take(&mut fields_buf));
+        let id = view.id;
         ctx.segment = index as u32 + 1;
         let present = |want: &str| {
-            placed.iter().zip(msg.segments()).any(|(g, s)| {
-                s.id() == want
+            placed.iter().zip(&ids).any(|(g, s)| {
+                *s == want
                     && g.len() <= groups.len()
                     && g.iter().zip(groups.iter()).all(|(a, b)| a == b)
             })
@@ -386,13 +439,13 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Co
         if map.is_some_and(|m| m.anchors.iter().any(|a| **a == *id)) {
             last_anchor = Some(id);
         }
-        let src = Src::Seg(seg);
+        let src = Src::Seg(&view);
         let facts = SrcFacts {
             src,
             msg,
             present: &present,
         };
-        let mut mapped_fields: Vec<bool> = vec![false; seg.field_count() + 1];
+        let mut mapped_fields: Vec<bool> = vec![false; view.fields.len()];
         let mut any = false;
         match chosen {
             Chosen::Rows(chosen) => {
@@ -439,33 +492,51 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Co
         }
         // Nothing silently lost: every valued field that no applied row read is reported with its path (when the
         // report is asked for: these are information notes).
-        if !ctx.notes.info {
-            continue;
+        if ctx.notes.info {
+            unmapped_notes(&mut ctx, &view, index, any, &mapped_fields);
         }
-        if !any && id != "MSH" {
-            if seg.fields().skip(1).any(|f| !f.is_empty()) {
-                ctx.note(
-                    Severity::Information,
-                    id,
-                    format_args!("segment {id} (#{}) is not mapped by the guide", index + 1),
-                );
-            }
-            continue;
-        }
-        let first = if seg.is_header() { 3 } else { 1 };
-        for f in first..=seg.field_count() {
-            if !mapped_fields.get(f).copied().unwrap_or(false)
-                && seg.field(f).is_some_and(|v| !v.is_empty())
-            {
-                ctx.note(
-                    Severity::Information,
-                    format_args!("{id}-{f}"),
-                    format_args!("{id}-{f} has no FHIR target in the guide's map"),
-                );
-            }
-        }
+        fields_buf = view.fields;
     }
     ctx.finish()
+}
+
+/// The information notes on a segment's valued fields that no applied row read.
+fn unmapped_notes(
+    ctx: &mut Ctx<'_, '_>,
+    view: &SegView<'_>,
+    index: usize,
+    any: bool,
+    mapped: &[bool],
+) {
+    let id = view.id;
+    if !any && id != "MSH" {
+        if view
+            .fields
+            .iter()
+            .skip(1)
+            .flatten()
+            .skip(1)
+            .any(|f| !f.is_empty())
+        {
+            ctx.note(
+                Severity::Information,
+                id,
+                format_args!("segment {id} (#{}) is not mapped by the guide", index + 1),
+            );
+        }
+        return;
+    }
+    let first = if view.header { 3 } else { 1 };
+    for f in first..view.fields.len() {
+        if !mapped.get(f).copied().unwrap_or(false) && view.field(f).is_some_and(|v| !v.is_empty())
+        {
+            ctx.note(
+                Severity::Information,
+                format_args!("{id}-{f}"),
+                format_args!("{id}-{f} has no FHIR target in the guide's map"),
+            );
+        }
+    }
 }
 
 enum Chosen<'r> {
@@ -609,7 +680,7 @@ impl Ctx<'_, '_> {
         let Some(map) = map.map(|i| &maps().elements[i]) else {
             self.note(
                 Severity::Information,
-                src.segment().id(),
+                src.view().id,
                 format_args!("the guide's segment map {map_name} is not published"),
             );
             return;
@@ -850,7 +921,7 @@ impl Ctx<'_, '_> {
         match src {
             Src::Seg(_) => Label::plain(row.label),
             Src::Val(_, s) => Label {
-                segment: Some(s.id()),
+                segment: Some(s.id),
                 label: row.label,
             },
         }
