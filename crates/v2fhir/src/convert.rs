@@ -291,21 +291,6 @@ impl Facts for SrcFacts<'_, '_, '_> {
     }
 }
 
-/// Parses `/PATIENT_RESULT(0)/ORDER_OBSERVATION(1)/OBX(2)` into group steps (borrowed from the path) and the
-/// segment's name.
-fn split_path(path: &str) -> Vec<(&str, u32)> {
-    let mut steps: Vec<(&str, u32)> = path
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .map(|s| match s.split_once('(') {
-            Some((n, r)) => (n, r.trim_end_matches(')').parse().unwrap_or(0)),
-            None => (s, 0),
-        })
-        .collect();
-    steps.pop();
-    steps
-}
-
 /// The message map for a structure: its own, or the family's (`ADT_A03` → `ADT_A01`).
 fn message_map(structure: &str) -> Option<(&'static str, &'static MessageMap)> {
     let m = maps();
@@ -416,10 +401,9 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Co
     let map: Option<&MessageMap> = map.map(|m| m.1);
 
     // Each segment's group instances, for choosing rows, scoping instances and `IF ORC VALUED`.
-    let paths: Vec<String> = (0..msg.segment_count())
-        .map(|i| tree.path_of(i).unwrap_or_default())
+    let placed: Vec<Vec<(&str, u32)>> = (0..msg.segment_count())
+        .map(|i| tree.group_steps(i))
         .collect();
-    let placed: Vec<Vec<(&str, u32)>> = paths.iter().map(|p| split_path(p)).collect();
     let ids: Vec<&str> = msg.segments().map(|s| s.id()).collect();
     let mut last_anchor: Option<&str> = None;
     let mut fields_buf = Vec::new();
