@@ -1,4 +1,5 @@
-//! Converts the bench's ORU^R01 (or ADT^A01 with `adt`) N times: a small binary for profilers
+//! Converts the bench's ORU^R01 (or ADT^A01 with `adt`) N times, the Bundle alone (with its report when the
+//! third argument is `report`): a small binary for profilers
 //! (`valgrind --tool=callgrind target/release/examples/convert_loop oru 2000`).
 
 #[global_allocator]
@@ -15,6 +16,7 @@ fn main() {
         ORU
     };
     let n: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let report = args.get(3).is_some_and(|a| a == "report");
     let mut total = 0;
     for _ in 0..n {
         let msg = hl7v2::Message::parse(std::hint::black_box(bytes));

@@ -36,7 +36,8 @@ struct Ctx<'m, 'a> {
     msg: &'m Message<'a>,
     opts: &'m Options<'m>,
     /// Identity of the message for ids: sender and control id.
-    identity: Vec<u8>,
+    /// The hash of the identity, the first part of every id's hash.
+    identity: Fnv,
     resources: Vec<Built>,
     /// Resources built from a value (`assigner(Organization)`), deduplicated by content.
     value_resources: Vec<(String, TypeShape, Node)>,
@@ -369,7 +370,7 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Co
     let mut ctx = Ctx {
         msg,
         opts,
-        identity,
+        identity: Fnv::new().part(&identity),
         resources: Vec::new(),
         value_resources: Vec::new(),
         bundle: Node::obj(),
@@ -599,10 +600,15 @@ impl Ctx<'_, '_> {
     /// A deterministic UUID-shaped id (RFC 9562 version 8: application-defined) from the message's identity and
     /// `parts`.
     fn make_id(&self, parts: &[&[u8]]) -> String {
-        let mut h = Fnv::new().part(&self.identity);
+        let mut h = self.identity;
         for p in parts {
             h = h.part(p);
         }
+        Self::id_of(h)
+    }
+
+    /// The id of a hash that began with the identity ([`Ctx::make_id`]'s parts hashed).
+    fn id_of(h: Fnv) -> String {
         let a = h.0;
         let b = h.part(b"second half").0;
         uuid_v8(a, b)
@@ -942,9 +948,10 @@ impl Ctx<'_, '_> {
         if fields.len() <= 1 {
             return None; // only resourceType
         }
-        let mut content = Vec::new();
-        node.write_json(&mut content);
-        let id = self.make_id(&[b"value", &content]);
+        // `make_id(&[b"value", json])`, the JSON hashed as it is written.
+        let mut h = self.identity.part(b"value");
+        node.write_json(&mut h);
+        let id = Self::id_of(h.end());
         if !self.value_resources.iter().any(|(i, _, _)| *i == id) {
             if let Node::Obj(fields) = &mut node {
                 fields.insert(1, ("id".into(), Node::Str(id.clone().into())));
@@ -1239,14 +1246,25 @@ impl Ctx<'_, '_> {
         let is_header = |b: &Built| b.key.ty.name() == "MessageHeader";
         let bare = |b: &Built| matches!(&b.node, Node::Obj(f) if f.len() <= 2) && !is_header(b);
         if resources.iter().any(bare) {
-            let mut referenced = Vec::new();
+            let mut referenced: Vec<&str> = Vec::new();
             for b in &resources {
                 collect_refs(&b.node, &mut referenced);
             }
             for (_, _, n) in &self.value_resources {
                 collect_refs(n, &mut referenced);
             }
-            resources.retain(|b| !bare(b) || referenced.contains(&Self::full_url(&b.id)));
+            // Referenced: a reference is its full URL, `urn:uuid:` and the id.
+            let keep: Vec<bool> = resources
+                .iter()
+                .map(|b| {
+                    !bare(b)
+                        || referenced
+                            .iter()
+                            .any(|r| r.strip_prefix("urn:uuid:") == Some(b.id.as_str()))
+                })
+                .collect();
+            let mut keep = keep.into_iter();
+            resources.retain(|_| keep.next().unwrap_or(true));
         }
         if self.opts.bundle == BundleType::Message && !resources.iter().any(is_header) {
             // A message Bundle starts with a MessageHeader, even when the MSH gave it nothing.
@@ -1355,12 +1373,12 @@ impl Ctx<'_, '_> {
     }
 }
 /// Every `reference` string under a node.
-fn collect_refs(n: &Node, out: &mut Vec<String>) {
+fn collect_refs<'n>(n: &'n Node, out: &mut Vec<&'n str>) {
     match n {
         Node::Obj(f) => {
             for (k, v) in f {
                 match v {
-                    Node::Str(s) if k == "reference" => out.push(s.to_string()),
+                    Node::Str(s) if k == "reference" => out.push(s),
                     _ => collect_refs(v, out),
                 }
             }

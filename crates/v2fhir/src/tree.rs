@@ -96,8 +96,8 @@ impl Node {
         }
     }
 
-    /// Writes the node as JSON.
-    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+    /// Writes the node as JSON (into bytes, or straight into a hash: see [`Sink`]).
+    pub(crate) fn write_json<S: Sink>(&self, out: &mut S) {
         match self {
             Node::Obj(fields) => {
                 out.push(b'{');
@@ -137,8 +137,34 @@ fn same(k: &str, name: &str) -> bool {
     (k.as_ptr() == name.as_ptr() && k.len() == name.len()) || k == name
 }
 
+/// Where JSON is written: bytes, or a hash of the bytes (a resource's content hashed into its id without writing
+/// its JSON first).
+pub(crate) trait Sink {
+    fn push(&mut self, b: u8);
+    fn extend_from_slice(&mut self, b: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn push(&mut self, b: u8) {
+        Vec::push(self, b);
+    }
+    fn extend_from_slice(&mut self, b: &[u8]) {
+        Vec::extend_from_slice(self, b);
+    }
+}
+
+/// The hash of the bytes written: the same as [`Fnv::bytes`] of the whole JSON.
+impl Sink for Fnv {
+    fn push(&mut self, b: u8) {
+        *self = self.bytes(&[b]);
+    }
+    fn extend_from_slice(&mut self, b: &[u8]) {
+        *self = self.bytes(b);
+    }
+}
+
 /// A JSON string literal.
-pub(crate) fn write_str(s: &str, out: &mut Vec<u8>) {
+pub(crate) fn write_str<S: Sink>(s: &str, out: &mut S) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
