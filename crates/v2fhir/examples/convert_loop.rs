@@ -20,9 +20,13 @@ fn main() {
     let mut total = 0;
     for _ in 0..n {
         let msg = hl7v2::Message::parse(std::hint::black_box(bytes));
-        total += v2fhir::convert(&msg, &v2fhir::Options::default())
-            .json
-            .len();
+        total += if report {
+            v2fhir::convert(&msg, &v2fhir::Options::default())
+                .json
+                .len()
+        } else {
+            v2fhir::convert_json(&msg, &v2fhir::Options::default()).len()
+        };
     }
     println!("{total}");
 }
