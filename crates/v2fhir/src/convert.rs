@@ -13,6 +13,7 @@ use crate::{BundleType, CodeCheck, Conversion, Note, Options, Severity};
 use fhir::TypeShape;
 use hl7v2::{Level, Message, Parts, Segment, Value};
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 
 /// Data type maps nest (CX → HD → ...); the guide's deepest chain is four; this bounds hostile cycles.
@@ -97,6 +98,9 @@ struct SegView<'a> {
     header: bool,
     /// Field `n` at index `n` (index 0 is `None`).
     fields: Vec<Option<Value<'a>>>,
+    /// The first valued text of the segment's elements that conditions asked for, by (field, component): the OBX
+    /// map's alternatives for OBX-5 ask for OBX-2 a dozen times.
+    firsts: RefCell<Vec<(u16, u16, Option<Cow<'a, str>>)>>,
 }
 
 impl<'a> SegView<'a> {
@@ -109,6 +113,7 @@ impl<'a> SegView<'a> {
             id: seg.id(),
             header: seg.is_header(),
             fields,
+            firsts: RefCell::new(Vec::new()),
         }
     }
 
@@ -271,7 +276,65 @@ fn visit_texts<'a>(vals: impl Iterator<Item = Value<'a>>, visit: &mut dyn FnMut(
     }
 }
 
+/// The first non-empty trimmed text of `vals`, as [`visit_texts`] would visit it first.
+fn first_of<'a>(vals: impl Iterator<Item = Value<'a>>) -> Option<Cow<'a, str>> {
+    for v in vals {
+        match v.text() {
+            Cow::Borrowed(t) => {
+                let t = t.trim();
+                if !t.is_empty() {
+                    return Some(Cow::Borrowed(t));
+                }
+            }
+            Cow::Owned(t) => {
+                let tt = t.trim();
+                if !tt.is_empty() {
+                    return Some(if tt.len() == t.len() {
+                        Cow::Owned(t)
+                    } else {
+                        Cow::Owned(tt.to_string())
+                    });
+                }
+            }
+        }
+    }
+    None
+}
+
 impl Facts for SrcFacts<'_, '_, '_> {
+    fn first(&self, r: &Ref, visit: &mut dyn FnMut(Option<&str>)) {
+        let view = self.src.view();
+        let own = match &r.segment {
+            Some(id) => view.id == &**id,
+            None => false,
+        };
+        if !own {
+            let mut done = false;
+            self.values(r, &mut |t| {
+                visit(Some(t));
+                done = true;
+                false
+            });
+            if !done {
+                visit(None);
+            }
+            return;
+        }
+        let mut cache = view.firsts.borrow_mut();
+        let i = match cache
+            .iter()
+            .position(|(f, c, _)| *f == r.first && *c == r.second)
+        {
+            Some(i) => i,
+            None => {
+                let t = first_of(Src::Seg(view).element(r.first, r.second));
+                cache.push((r.first, r.second, t));
+                cache.len() - 1
+            }
+        };
+        visit(cache[i].2.as_deref());
+    }
+
     fn values(&self, r: &Ref, visit: &mut dyn FnMut(&str) -> bool) {
         match (&r.segment, self.src) {
             (None, src) => visit_texts(src.element(r.first, r.second), visit),
@@ -585,7 +648,7 @@ fn choose_rows<'r>(
 /// Where a segment stands: its index, its group instances, and every segment's group instances.
 type Place<'x, 'p> = (usize, &'x Groups<'p>, &'x [Vec<(&'p str, u32)>]);
 
-impl Ctx<'_, '_> {
+impl<'a> Ctx<'_, 'a> {
     fn note(&mut self, severity: Severity, path: impl fmt::Display, message: fmt::Arguments<'_>) {
         self.notes.add(severity, path, message);
     }
@@ -663,7 +726,7 @@ impl Ctx<'_, '_> {
         creates: bool,
         scope_depth: usize,
         (map_name, map): (&str, Option<usize>),
-        src: Src<'_, '_>,
+        src: Src<'_, 'a>,
         present: &dyn Fn(&str) -> bool,
         mapped: &mut [bool],
     ) {
@@ -721,7 +784,7 @@ impl Ctx<'_, '_> {
     fn apply_map(
         &mut self,
         map: &'static ElementMap,
-        src: Src<'_, '_>,
+        src: Src<'_, 'a>,
         target: &mut Node,
         ty: TypeShape,
         base: u64,
@@ -922,7 +985,7 @@ impl Ctx<'_, '_> {
     fn value_resource(
         &mut self,
         map: &'static ElementMap,
-        src: Src<'_, '_>,
+        src: Src<'_, 'a>,
         present: &dyn Fn(&str) -> bool,
         depth: usize,
     ) -> Option<String> {
@@ -1023,7 +1086,7 @@ impl Ctx<'_, '_> {
         &mut self,
         row: &ElementRow,
         v: Value<'_>,
-        (inner, whole): (Src<'_, '_>, Src<'_, '_>),
+        (inner, whole): (Src<'_, 'a>, Src<'_, 'a>),
         steps: &[Step],
         resolved: &Resolved,
         present: &dyn Fn(&str) -> bool,
