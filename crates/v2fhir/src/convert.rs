@@ -1367,14 +1367,16 @@ impl<'a> Ctx<'_, 'a> {
         if let Some(o) = outcome {
             let id = self.make_id(&[b"OperationOutcome"]);
             let mut node = o;
+            node.prune();
             if let Node::Obj(f) = &mut node {
                 f.insert(1, ("id".into(), Node::Str(id.clone().into())));
             }
             entries.push((id, "OperationOutcome", node));
         }
         let mut items = Vec::with_capacity(entries.len());
-        for (i, (id, ty, mut node)) in entries.into_iter().enumerate() {
-            node.prune();
+        // Every resource is pruned already (the message's in the loop above, the value resources when built, the
+        // OperationOutcome when built), and pruning twice changes nothing.
+        for (i, (id, ty, node)) in entries.into_iter().enumerate() {
             let mut e = Node::obj();
             e.member("fullUrl", || Node::Str(Self::full_url(&id).into()));
             if self.opts.bundle == BundleType::Transaction {
@@ -1386,10 +1388,14 @@ impl<'a> Ctx<'_, 'a> {
             }
             items.push((i as u64, e));
         }
-        if let Node::Obj(f) = &mut bundle {
+        // The Bundle's own elements pruned; its entries are (a full URL and a resource with its type: none is
+        // empty), so the entry list goes in when it has any.
+        bundle.prune();
+        if let Node::Obj(f) = &mut bundle
+            && !items.is_empty()
+        {
             f.push(("entry".into(), Node::Arr(items)));
         }
-        bundle.prune();
         let mut json = Vec::with_capacity(16 * 1024);
         bundle.write_json(&mut json);
         Conversion {
