@@ -46,6 +46,8 @@ struct Ctx<'m, 'a> {
     notes: Notes,
     /// Spare row lists for [`Ctx::apply_map`] (which recurses), so that each call does not allocate its own.
     spare: Vec<Vec<u32>>,
+    /// Spare value lists for [`Ctx::apply_map`]: a row's repetitions, read once.
+    spare_values: Vec<Vec<Value<'a>>>,
     /// Per segment-only condition ([`ElementRow::cond_slot`]): the segment it was last evaluated for (1-based;
     /// 0 = never) and its value then. Sized on first use.
     conds: Vec<(u32, bool)>,
@@ -442,6 +444,7 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Co
             info: report,
         },
         spare: Vec::new(),
+        spare_values: Vec::new(),
         conds: Vec::new(),
         segment: 0,
     };
@@ -800,13 +803,15 @@ impl<'a> Ctx<'_, 'a> {
         let mut primitive: Option<Node> = None;
         let mut written: Vec<(&str, u16, u16)> = Vec::new();
         let mut order = self.spare.pop().unwrap_or_default();
+        let mut values = self.spare_values.pop().unwrap_or_default();
         valued_rows(map, src, &mut order);
         for &i in &order {
             let row = &map.rows[i as usize];
             // The element first: most rows read one that is not valued, and the checks below have no effects,
             // so their order does not change what is written.
-            let values = src.element(row.first, row.second);
-            if values.clone().next().is_none() {
+            values.clear();
+            values.extend(src.element(row.first, row.second));
+            if values.is_empty() {
                 continue;
             }
             if !self.holds(row, &facts) {
@@ -840,8 +845,8 @@ impl<'a> Ctx<'_, 'a> {
                 _ => None,
             };
             let resolved = resolved.as_deref();
-            let several = values.clone().nth(1).is_some();
-            for (rep, v) in values.enumerate() {
+            let several = values.len() > 1;
+            for (rep, &v) in values.iter().enumerate() {
                 let rep_base = fnv(&[&base.to_le_bytes(), &(rep as u32).to_le_bytes()]);
                 let inner = match src {
                     Src::Seg(s) | Src::Val(_, s) => Src::Val(v, s),
@@ -950,6 +955,8 @@ impl<'a> Ctx<'_, 'a> {
         }
         order.clear();
         self.spare.push(order);
+        values.clear();
+        self.spare_values.push(values);
         primitive
     }
 
