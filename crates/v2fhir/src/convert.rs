@@ -177,6 +177,39 @@ impl<'m, 'a> Src<'m, 'a> {
         })
         .filter(|v| !v.is_empty() && !v.is_null())
     }
+
+    /// What [`Src::element`] yields, appended to `out`: written out without iterator adaptors, as every row
+    /// applied reads its element this way.
+    fn read_element(&self, first: u16, second: u16, out: &mut Vec<Value<'a>>) {
+        let (first, second) = (first as usize, second as usize);
+        let mut add = |r: Value<'a>| {
+            let v = if second > 0 {
+                child(r, second)
+            } else {
+                Some(r)
+            };
+            if let Some(v) = v
+                && !v.is_empty()
+                && !v.is_null()
+            {
+                out.push(v);
+            }
+        };
+        match self {
+            Src::Seg(s) => match s.field(first) {
+                Some(f) if s.header && first <= 2 => add(f),
+                // An empty field is one empty repetition, whose parts are empty.
+                Some(f) if f.is_empty() => {}
+                Some(f) => f.parts().for_each(add),
+                None => {}
+            },
+            Src::Val(v, _) => {
+                if let Some(c) = child(*v, first) {
+                    add(c);
+                }
+            }
+        }
+    }
 }
 
 /// The repetitions of field `n` (MSH-1 and MSH-2 are one value each).
@@ -810,7 +843,7 @@ impl<'a> Ctx<'_, 'a> {
             // The element first: most rows read one that is not valued, and the checks below have no effects,
             // so their order does not change what is written.
             values.clear();
-            values.extend(src.element(row.first, row.second));
+            src.read_element(row.first, row.second, &mut values);
             if values.is_empty() {
                 continue;
             }
