@@ -880,7 +880,7 @@ impl<'a> Ctx<'_, 'a> {
             let resolved = resolved.as_deref();
             let several = values.len() > 1;
             for (rep, &v) in values.iter().enumerate() {
-                let rep_base = fnv(&[&base.to_le_bytes(), &(rep as u32).to_le_bytes()]);
+                let rep_base = mix(base, rep as u64);
                 let inner = match src {
                     Src::Seg(s) | Src::Val(_, s) => Src::Val(v, s),
                 };
@@ -1682,15 +1682,7 @@ fn write(
         // The guide numbers extensions per segment map, and sometimes gives two fields the same number
         // (OBX-10, OBX-19 and OBX-30 all write `extension[2]`): an extension's item is also told apart by the
         // element the row maps, which `path` names.
-        let h = Fnv::new()
-            .part(&tag.to_le_bytes())
-            .part(s.name.as_bytes())
-            .part(&s.slot.max(1).to_le_bytes());
-        tag = if s.name == "extension" {
-            path.hash(h).0
-        } else {
-            h.end().0
-        };
+        tag = step_tag(tag, s, path);
         let next = if e.many {
             node.member(s.name, || Node::Arr(Vec::new()))
                 .and_then(|a| a.slot(tag, Node::obj))
@@ -1731,10 +1723,10 @@ fn write(
     // as the element's original text (an extension on the primitive) and reported, not written as the value.
     let value = match value {
         Node::Str(code)
-            if e.ty.name() == "code"
-                && resolved
-                    .required
-                    .is_some_and(|allowed| !allowed.contains(&&*code)) =>
+            if resolved
+                .required
+                .is_some_and(|allowed| !allowed.contains(&&*code))
+                && e.ty.name() == "code" =>
         {
             notes.add(Severity::Warning, path, format_args!(
                     "{path}: {code:?} is not a code of FHIR {}.{}'s required value set; kept as its original text",
@@ -1759,15 +1751,7 @@ fn write(
     if e.many {
         // The same tag as a path that goes through this element (`identifier[1]` here and in
         // `identifier[1].type.coding.code`), so that both rows fill one item.
-        let h = Fnv::new()
-            .part(&tag.to_le_bytes())
-            .part(last.name.as_bytes())
-            .part(&last.slot.max(1).to_le_bytes());
-        let tag = if last.name == "extension" {
-            path.hash(h).0
-        } else {
-            h.end().0
-        };
+        let tag = step_tag(tag, last, path);
         if let Some(Node::Arr(items)) = node.member(last.name, || Node::Arr(Vec::new())) {
             match items.iter_mut().find(|(t, _)| *t == tag) {
                 None => items.push((tag, value)),
@@ -1798,6 +1782,27 @@ fn write(
             (slot, v) if fresh => *slot = v,
             _ => {}
         }
+    }
+}
+
+/// Two hashes made one (splitmix64's finaliser over them): slot tags, which are compared and never written, so
+/// only their equality matters.
+fn mix(a: u64, b: u64) -> u64 {
+    let mut x = a.rotate_left(23) ^ b ^ 0x9e37_79b9_7f4a_7c15;
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// The tag of the item a step selects under the item tagged `tag`: the step's name and instance number, and for
+/// `extension` the element the row maps (the guide numbers extensions per segment map, and sometimes gives two
+/// fields the same number: OBX-10, OBX-19 and OBX-30 all write `extension[2]`).
+fn step_tag(tag: u64, s: &Step, path: Label<'_>) -> u64 {
+    let t = mix(tag, s.key);
+    if s.extension {
+        mix(t, path.hash(Fnv::new()).0)
+    } else {
+        t
     }
 }
 
