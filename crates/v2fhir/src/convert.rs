@@ -48,6 +48,8 @@ struct Ctx<'m, 'a> {
     spare: Vec<Vec<u32>>,
     /// Spare value lists for [`Ctx::apply_map`]: a row's repetitions, read once.
     spare_values: Vec<Vec<Value<'a>>>,
+    /// Spare lists of the (attribute, element) pairs [`Ctx::apply_map`] wrote.
+    spare_written: Vec<Vec<(&'static str, u16, u16)>>,
     /// Per segment-only condition ([`ElementRow::cond_slot`]): the segment it was last evaluated for (1-based;
     /// 0 = never) and its value then. Sized on first use.
     conds: Vec<(u32, bool)>,
@@ -339,6 +341,19 @@ fn first_of<'a>(vals: impl Iterator<Item = Value<'a>>) -> Option<Cow<'a, str>> {
 impl Facts for SrcFacts<'_, '_, '_> {
     fn first(&self, r: &Ref, visit: &mut dyn FnMut(Option<&str>)) {
         let view = self.src.view();
+        if let (None, Src::Val(v, _)) = (&r.segment, self.src) {
+            // A component of the value (what `element` yields: one value at most), read without the visitor.
+            let c = child(v, r.first as usize)
+                .and_then(|c| {
+                    if r.second > 0 {
+                        child(c, r.second as usize)
+                    } else {
+                        Some(c)
+                    }
+                })
+                .filter(|c| !c.is_empty() && !c.is_null());
+            return visit(first_of(c.into_iter()).as_deref());
+        }
         let own = match &r.segment {
             Some(id) => view.id == &**id,
             None => false,
@@ -478,6 +493,7 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Co
         },
         spare: Vec::new(),
         spare_values: Vec::new(),
+        spare_written: Vec::new(),
         conds: Vec::new(),
         segment: 0,
     };
@@ -834,7 +850,7 @@ impl<'a> Ctx<'_, 'a> {
         let msg = self.msg;
         let facts = SrcFacts { src, msg, present };
         let mut primitive: Option<Node> = None;
-        let mut written: Vec<(&str, u16, u16)> = Vec::new();
+        let mut written = self.spare_written.pop().unwrap_or_default();
         let mut order = self.spare.pop().unwrap_or_default();
         let mut values = self.spare_values.pop().unwrap_or_default();
         valued_rows(map, src, &mut order);
@@ -990,6 +1006,8 @@ impl<'a> Ctx<'_, 'a> {
         self.spare.push(order);
         values.clear();
         self.spare_values.push(values);
+        written.clear();
+        self.spare_written.push(written);
         primitive
     }
 

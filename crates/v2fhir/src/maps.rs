@@ -292,7 +292,7 @@ pub(crate) struct Maps {
     /// Segment and data type maps; rows refer to them by index.
     pub(crate) elements: Vec<ElementMap>,
     /// Map → v2 code → FHIR coding.
-    pub(crate) vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped>>,
+    pub(crate) vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped, Fnv>, Fnv>,
     /// For each segment id, the segment map the guide most often applies to it, for messages it does not map:
     /// (resource, map name, map index).
     pub(crate) default_maps: HashMap<Box<str>, Vec<DefaultMap>>,
@@ -307,6 +307,32 @@ pub(crate) fn maps() -> &'static Maps {
     static MAPS: OnceLock<Maps> = OnceLock::new();
     MAPS.get_or_init(compile)
 }
+
+/// FNV-1a for the maps looked up per value (vocabulary maps by name and code): short keys, which the standard
+/// library's SipHash costs more to hash than the lookup's compare. The tables are fixed when the maps compile: a
+/// message's codes are only looked up, never inserted, so no input can crowd a bucket.
+#[derive(Clone, Copy)]
+pub(crate) struct FnvHasher(u64);
+
+impl Default for FnvHasher {
+    fn default() -> FnvHasher {
+        FnvHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for FnvHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
 
 impl Maps {
     /// The FHIR coding a vocabulary map gives a v2 code.
@@ -729,7 +755,7 @@ fn compile() -> Maps {
         }
         default_maps.extend(taken);
     }
-    let mut vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped>> = HashMap::new();
+    let mut vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped, Fnv>, Fnv> = HashMap::default();
     for r in rows(VOCABULARY) {
         let [map, code, _v2system, _cond, fcode, display, system] = r[..] else {
             continue;
