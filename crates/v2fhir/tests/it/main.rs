@@ -5,4 +5,5 @@ mod digest;
 mod fhir_converter;
 mod golden;
 mod hapi_fhir;
+mod properties;
 mod support;
