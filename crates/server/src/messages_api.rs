@@ -287,7 +287,7 @@ async fn fhir(
             checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
         };
         Ok(Some(
-            v2fhir::convert(&hl7v2::Message::parse(&stored.raw), &options).json,
+            v2fhir::convert_json(&hl7v2::Message::parse(&stored.raw), &options),
         ))
     })
     .await?
