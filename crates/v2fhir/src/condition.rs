@@ -87,6 +87,11 @@ pub(crate) trait Facts {
     fn segment_present(&self, id: &str) -> bool;
 }
 
+/// `a == b` for the few bytes of a code or segment id, compared in place (`==` on strings calls `memcmp`).
+pub(crate) fn eq_short(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
+}
+
 /// Whether the first repetition of `r` exists and satisfies `test`.
 fn first_is(facts: &dyn Facts, r: &Ref, test: impl Fn(&str) -> bool) -> bool {
     let mut out = false;
@@ -111,13 +116,13 @@ impl Cond {
             Cond::Always => true,
             Cond::Valued(r) => first_is(facts, r, |_| true),
             Cond::SegmentPresent(s) => facts.segment_present(s),
-            Cond::Equals(r, v) => first_is(facts, r, |x| x == &**v),
+            Cond::Equals(r, v) => first_is(facts, r, |x| eq_short(x, v)),
             Cond::EqualsRef(a, b) => {
                 let mut first_a = None;
                 facts.first(a, &mut |t| first_a = t.map(str::to_string));
                 first_a.is_some_and(|x| first_is(facts, b, |y| x == y))
             }
-            Cond::In(r, list) => first_is(facts, r, |x| list.iter().any(|v| **v == *x)),
+            Cond::In(r, list) => first_is(facts, r, |x| list.iter().any(|v| eq_short(x, v))),
             Cond::Count(r, cmp, n) => cmp.holds(count(facts, r), *n),
             Cond::Length(r, cmp, n) => {
                 let mut len = 0;

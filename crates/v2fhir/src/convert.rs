@@ -1,7 +1,7 @@
 //! The converter: walks a message's segments in their group tree, applies the guide's message map rows to each,
 //! the segment maps to the resources the rows name, the data type maps to each value, and assembles the Bundle.
 
-use crate::condition::{Facts, Ref};
+use crate::condition::{Facts, Ref, eq_short};
 use crate::maps::{
     Attr, DefaultMap, ElementMap, ElementRow, Key, MessageMap, MessageRow, Part, Resolved, Step,
     VALUE_STEP, maps,
@@ -355,7 +355,7 @@ impl Facts for SrcFacts<'_, '_, '_> {
             return visit(first_of(c.into_iter()).as_deref());
         }
         let own = match &r.segment {
-            Some(id) => view.id == &**id,
+            Some(id) => eq_short(view.id, id),
             None => false,
         };
         if !own {
@@ -388,7 +388,7 @@ impl Facts for SrcFacts<'_, '_, '_> {
     fn values(&self, r: &Ref, visit: &mut dyn FnMut(&str) -> bool) {
         match (&r.segment, self.src) {
             (None, src) => visit_texts(src.element(r.first, r.second), visit),
-            (Some(id), src) if src.view().id == &**id => {
+            (Some(id), src) if eq_short(src.view().id, id) => {
                 visit_texts(Src::Seg(src.view()).element(r.first, r.second), visit)
             }
             (Some(id), _) => match self.msg.find_segment(id.as_bytes(), 1) {

@@ -132,9 +132,11 @@ impl Node {
     }
 }
 
-/// Whether a member name is `name`: most names are the same static string, compared by address first.
+/// Whether a member name is `name`: most names are the same static string, compared by address first, the
+/// others (a few bytes) in place rather than by `memcmp`.
 fn same(k: &str, name: &str) -> bool {
-    (k.as_ptr() == name.as_ptr() && k.len() == name.len()) || k == name
+    k.len() == name.len()
+        && (k.as_ptr() == name.as_ptr() || k.bytes().zip(name.bytes()).all(|(a, b)| a == b))
 }
 
 /// Where JSON is written: bytes, or a hash of the bytes (a resource's content hashed into its id without writing
