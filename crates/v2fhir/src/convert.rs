@@ -104,8 +104,11 @@ struct SegView<'a> {
     fields: Vec<Option<Value<'a>>>,
     /// The first valued text of the segment's elements that conditions asked for, by (field, component): the OBX
     /// map's alternatives for OBX-5 ask for OBX-2 a dozen times.
-    firsts: RefCell<Vec<(u16, u16, Option<Cow<'a, str>>)>>,
+    firsts: RefCell<Vec<FirstText<'a>>>,
 }
+
+/// An element (field, component) and its first valued text, `None` when it is not valued.
+type FirstText<'a> = (u16, u16, Option<Cow<'a, str>>);
 
 impl<'a> SegView<'a> {
     /// Reads `seg`, reusing `fields`' allocation.
