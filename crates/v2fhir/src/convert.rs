@@ -1093,7 +1093,7 @@ impl<'a> Ctx<'_, 'a> {
         ty: TypeShape,
         path: Label<'_>,
     ) -> Option<Node> {
-        let text = first_text(v);
+        let text = first_text_plain(v, self.msg.delimiters());
         // The row's own FHIR type, when it names a primitive (`CWE[code]`'s `$value` is a `code`).
         let ty = row.fhir_primitive.unwrap_or(ty);
         self.convert_primitive(&text, ty, row, path)
@@ -1217,7 +1217,7 @@ impl<'a> Ctx<'_, 'a> {
             // nowhere.
             return None;
         }
-        let mut text = first_text(v);
+        let mut text = first_text_plain(v, self.msg.delimiters());
         if steps.last().is_some_and(|s| s.name == "system") && leaf.name() == "uri" {
             match system_uri(&text) {
                 Some(u) => text = Cow::Borrowed(u),
@@ -1638,6 +1638,23 @@ fn query_escape(s: &str) -> String {
         }
     }
     out
+}
+
+/// [`first_text`], sooner for a value of ASCII bytes without a separator or the escape character (most values):
+/// its first component and subcomponent are the whole value, and its text is its bytes.
+fn first_text_plain<'a>(v: Value<'a>, d: &hl7v2::Delimiters) -> Cow<'a, str> {
+    let raw = v.raw();
+    let plain = raw.iter().all(|&b| {
+        b.is_ascii()
+            && b != d.component
+            && b != d.repetition
+            && Some(b) != d.subcomponent
+            && Some(b) != d.escape
+    });
+    if plain && let Ok(t) = std::str::from_utf8(raw) {
+        return Cow::Borrowed(t.trim());
+    }
+    first_text(v)
 }
 
 /// The text of a value's first component (the whole value when it has none), trimmed.
