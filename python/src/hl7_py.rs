@@ -336,8 +336,8 @@ impl PyMessage {
             bundle,
             checker: None,
         };
-        let conversion = py.detach(|| v2fhir::convert(self.msg(), &options));
-        json_bytes_to_py(py, &conversion.json)
+        let json = py.detach(|| v2fhir::convert_json(self.msg(), &options));
+        json_bytes_to_py(py, &json)
     }
 
     /// MSH-9 as written (``"ADT^A01^ADT_A01"``), or ``None``.

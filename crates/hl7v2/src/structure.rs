@@ -625,6 +625,24 @@ impl GroupTree {
         Some(out)
     }
 
+    /// The group instances from the message down to the segment at a 0-based message index, as (group name,
+    /// 0-based repetition): the group steps of [`GroupTree::path_of`] (its segment step left out) without writing
+    /// or parsing a string. Empty for a segment at the message's top level and for an index past the last segment.
+    pub fn group_steps(&self, segment_index: usize) -> Vec<(&str, u32)> {
+        let Some(p) = self.placed.get(segment_index) else {
+            return Vec::new();
+        };
+        let mut steps = Vec::new();
+        let mut g = p.group;
+        while g != 0 {
+            let inst = self.groups[g as usize];
+            steps.push((self.node_name(inst.node), inst.rep));
+            g = inst.parent;
+        }
+        steps.reverse();
+        steps
+    }
+
     /// The message index of the segment a group path names (the path's groups and segment step; its field part
     /// is ignored). `None` when the path is flat or names nothing in this message.
     pub fn find(&self, path: &Path) -> Option<usize> {

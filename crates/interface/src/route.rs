@@ -239,7 +239,7 @@ pub(crate) fn to_bundle(msg: &hl7v2::Message<'_>, bundle: v2fhir::BundleType) ->
         bundle,
         ..Default::default()
     };
-    v2fhir::convert(msg, &options).json
+    v2fhir::convert_json(msg, &options)
 }
 
 /// `000000000042-CTRL.hl7`: sorted by arrival, and the same name on redelivery, so a retry after a crash

@@ -106,7 +106,7 @@ async fn to_fhir(
         };
         hl7v2::split(&body)
             .filter(|c| c.kind == ChunkKind::Message)
-            .map(|chunk| v2fhir::convert(&chunk.parse(), &options).json)
+            .map(|chunk| v2fhir::convert_json(&chunk.parse(), &options))
             .collect::<Vec<_>>()
     })
     .await

@@ -286,9 +286,10 @@ async fn fhir(
             bundle,
             checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
         };
-        Ok(Some(
-            v2fhir::convert(&hl7v2::Message::parse(&stored.raw), &options).json,
-        ))
+        Ok(Some(v2fhir::convert_json(
+            &hl7v2::Message::parse(&stored.raw),
+            &options,
+        )))
     })
     .await?
     .ok_or_else(|| ApiError::NotFound(format!("no message with id {id}")))?;

@@ -71,17 +71,31 @@ pub(crate) trait Facts {
     /// `visit` returns true; none when it is not valued. A visitor rather than a list: most conditions need the
     /// first repetition only, and none needs a copy of the text.
     fn values(&self, r: &Ref, visit: &mut dyn FnMut(&str) -> bool);
+    /// The first of [`Facts::values`] (`None`: not valued), given to `visit`.
+    fn first(&self, r: &Ref, visit: &mut dyn FnMut(Option<&str>)) {
+        let mut done = false;
+        self.values(r, &mut |t| {
+            visit(Some(t));
+            done = true;
+            false
+        });
+        if !done {
+            visit(None);
+        }
+    }
     /// A segment with this id is present where the row applies.
     fn segment_present(&self, id: &str) -> bool;
+}
+
+/// `a == b` for the few bytes of a code or segment id, compared in place (`==` on strings calls `memcmp`).
+pub(crate) fn eq_short(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
 }
 
 /// Whether the first repetition of `r` exists and satisfies `test`.
 fn first_is(facts: &dyn Facts, r: &Ref, test: impl Fn(&str) -> bool) -> bool {
     let mut out = false;
-    facts.values(r, &mut |t| {
-        out = test(t);
-        false
-    });
+    facts.first(r, &mut |t| out = t.is_some_and(&test));
     out
 }
 
@@ -102,23 +116,17 @@ impl Cond {
             Cond::Always => true,
             Cond::Valued(r) => first_is(facts, r, |_| true),
             Cond::SegmentPresent(s) => facts.segment_present(s),
-            Cond::Equals(r, v) => first_is(facts, r, |x| x == &**v),
+            Cond::Equals(r, v) => first_is(facts, r, |x| eq_short(x, v)),
             Cond::EqualsRef(a, b) => {
                 let mut first_a = None;
-                facts.values(a, &mut |t| {
-                    first_a = Some(t.to_string());
-                    false
-                });
+                facts.first(a, &mut |t| first_a = t.map(str::to_string));
                 first_a.is_some_and(|x| first_is(facts, b, |y| x == y))
             }
-            Cond::In(r, list) => first_is(facts, r, |x| list.iter().any(|v| **v == *x)),
+            Cond::In(r, list) => first_is(facts, r, |x| list.iter().any(|v| eq_short(x, v))),
             Cond::Count(r, cmp, n) => cmp.holds(count(facts, r), *n),
             Cond::Length(r, cmp, n) => {
                 let mut len = 0;
-                facts.values(r, &mut |t| {
-                    len = t.len();
-                    false
-                });
+                facts.first(r, &mut |t| len = t.map_or(0, str::len));
                 cmp.holds(len, *n)
             }
             Cond::Not(c) => !c.holds(facts),

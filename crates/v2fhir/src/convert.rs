@@ -1,7 +1,7 @@
 //! The converter: walks a message's segments in their group tree, applies the guide's message map rows to each,
 //! the segment maps to the resources the rows name, the data type maps to each value, and assembles the Bundle.
 
-use crate::condition::{Facts, Ref};
+use crate::condition::{Facts, Ref, eq_short};
 use crate::maps::{
     Attr, DefaultMap, ElementMap, ElementRow, Key, MessageMap, MessageRow, Part, Resolved, Step,
     VALUE_STEP, maps,
@@ -13,6 +13,7 @@ use crate::{BundleType, CodeCheck, Conversion, Note, Options, Severity};
 use fhir::TypeShape;
 use hl7v2::{Level, Message, Parts, Segment, Value};
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 
 /// Data type maps nest (CX → HD → ...); the guide's deepest chain is four; this bounds hostile cycles.
@@ -36,14 +37,19 @@ struct Ctx<'m, 'a> {
     msg: &'m Message<'a>,
     opts: &'m Options<'m>,
     /// Identity of the message for ids: sender and control id.
-    identity: Vec<u8>,
+    /// The hash of the identity, the first part of every id's hash.
+    identity: Fnv,
     resources: Vec<Built>,
     /// Resources built from a value (`assigner(Organization)`), deduplicated by content.
     value_resources: Vec<(String, TypeShape, Node)>,
     bundle: Node,
-    notes: Vec<Note>,
+    notes: Notes,
     /// Spare row lists for [`Ctx::apply_map`] (which recurses), so that each call does not allocate its own.
     spare: Vec<Vec<u32>>,
+    /// Spare value lists for [`Ctx::apply_map`]: a row's repetitions, read once.
+    spare_values: Vec<Vec<Value<'a>>>,
+    /// Spare lists of the (attribute, element) pairs [`Ctx::apply_map`] wrote.
+    spare_written: Vec<Vec<(&'static str, u16, u16)>>,
     /// Per segment-only condition ([`ElementRow::cond_slot`]): the segment it was last evaluated for (1-based;
     /// 0 = never) and its value then. Sized on first use.
     conds: Vec<(u32, bool)>,
@@ -89,11 +95,45 @@ impl fmt::Display for Label<'_> {
     }
 }
 
+/// A segment read once for all the rows applied to it: its id and its fields (the OBX map has a hundred rows,
+/// most of which ask for a field by number).
+struct SegView<'a> {
+    id: &'a str,
+    header: bool,
+    /// Field `n` at index `n` (index 0 is `None`).
+    fields: Vec<Option<Value<'a>>>,
+    /// The first valued text of the segment's elements that conditions asked for, by (field, component): the OBX
+    /// map's alternatives for OBX-5 ask for OBX-2 a dozen times.
+    firsts: RefCell<Vec<FirstText<'a>>>,
+}
+
+/// An element (field, component) and its first valued text, `None` when it is not valued.
+type FirstText<'a> = (u16, u16, Option<Cow<'a, str>>);
+
+impl<'a> SegView<'a> {
+    /// Reads `seg`, reusing `fields`' allocation.
+    fn new(seg: Segment<'_, 'a>, mut fields: Vec<Option<Value<'a>>>) -> SegView<'a> {
+        fields.clear();
+        fields.push(None);
+        fields.extend((1..=seg.field_count()).map(|n| seg.field(n)));
+        SegView {
+            id: seg.id(),
+            header: seg.is_header(),
+            fields,
+            firsts: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn field(&self, n: usize) -> Option<Value<'a>> {
+        self.fields.get(n).copied().flatten()
+    }
+}
+
 /// What a row reads from: a segment's fields, or a value's components.
 #[derive(Clone, Copy)]
 enum Src<'m, 'a> {
-    Seg(Segment<'m, 'a>),
-    Val(Value<'a>, Segment<'m, 'a>),
+    Seg(&'m SegView<'a>),
+    Val(Value<'a>, &'m SegView<'a>),
 }
 
 /// The repetitions of a field, or the one value a component is.
@@ -113,10 +153,10 @@ impl<'a> Iterator for Reps<'a> {
     }
 }
 
-impl<'a> Src<'_, 'a> {
-    fn segment(&self) -> Segment<'_, 'a> {
+impl<'m, 'a> Src<'m, 'a> {
+    fn view(&self) -> &'m SegView<'a> {
         match self {
-            Src::Seg(s) | Src::Val(_, s) => *s,
+            Src::Seg(s) | Src::Val(_, s) => s,
         }
     }
 
@@ -130,11 +170,7 @@ impl<'a> Src<'_, 'a> {
     ) -> impl Iterator<Item = Value<'a>> + Clone + use<'a> {
         let (first, second) = (first as usize, second as usize);
         let reps = match self {
-            Src::Seg(s) => match s.field(first) {
-                Some(f) if s.is_header() && first <= 2 => Reps::One(Some(f)),
-                Some(f) => Reps::Many(f.parts()),
-                None => Reps::One(None),
-            },
+            Src::Seg(s) => field_reps(s.field(first), s.header, first),
             Src::Val(v, _) => Reps::One(child(*v, first)),
         };
         reps.filter_map(move |r| {
@@ -146,6 +182,66 @@ impl<'a> Src<'_, 'a> {
         })
         .filter(|v| !v.is_empty() && !v.is_null())
     }
+
+    /// What [`Src::element`] yields, appended to `out`: written out without iterator adaptors, as every row
+    /// applied reads its element this way.
+    fn read_element(&self, first: u16, second: u16, out: &mut Vec<Value<'a>>) {
+        let (first, second) = (first as usize, second as usize);
+        let mut add = |r: Value<'a>| {
+            let v = if second > 0 {
+                child(r, second)
+            } else {
+                Some(r)
+            };
+            if let Some(v) = v
+                && !v.is_empty()
+                && !v.is_null()
+            {
+                out.push(v);
+            }
+        };
+        match self {
+            Src::Seg(s) => match s.field(first) {
+                Some(f) if s.header && first <= 2 => add(f),
+                // An empty field is one empty repetition, whose parts are empty.
+                Some(f) if f.is_empty() => {}
+                Some(f) => f.parts().for_each(add),
+                None => {}
+            },
+            Src::Val(v, _) => {
+                if let Some(c) = child(*v, first) {
+                    add(c);
+                }
+            }
+        }
+    }
+}
+
+/// The repetitions of field `n` (MSH-1 and MSH-2 are one value each).
+fn field_reps(f: Option<Value<'_>>, header: bool, n: usize) -> Reps<'_> {
+    match f {
+        Some(f) if header && n <= 2 => Reps::One(Some(f)),
+        Some(f) => Reps::Many(f.parts()),
+        None => Reps::One(None),
+    }
+}
+
+/// The non-empty repetitions of an element of a segment other than the one being converted.
+fn other_element<'a>(
+    s: Segment<'_, 'a>,
+    first: u16,
+    second: u16,
+) -> impl Iterator<Item = Value<'a>> {
+    let (first, second) = (first as usize, second as usize);
+    field_reps(s.field(first), s.is_header(), first)
+        .filter_map(move |r| {
+            if second > 0 {
+                child(r, second)
+            } else {
+                Some(r)
+            }
+        })
+        .filter(|v| !v.is_empty() && !v.is_null())
 }
 
 /// The rows of `map` that may apply to `src`, in order: those reading a field (component) that is not empty.
@@ -160,7 +256,7 @@ fn valued_rows(map: &ElementMap, src: Src<'_, '_>, out: &mut Vec<u32>) {
     };
     match src {
         Src::Seg(s) => {
-            for f in 1..map.by_first.len().min(s.field_count() + 1) {
+            for f in 1..map.by_first.len().min(s.fields.len()) {
                 if let Some(v) = s.field(f) {
                     add(f, v);
                 }
@@ -220,18 +316,89 @@ fn visit_texts<'a>(vals: impl Iterator<Item = Value<'a>>, visit: &mut dyn FnMut(
     }
 }
 
+/// The first non-empty trimmed text of `vals`, as [`visit_texts`] would visit it first.
+fn first_of<'a>(vals: impl Iterator<Item = Value<'a>>) -> Option<Cow<'a, str>> {
+    for v in vals {
+        match v.text() {
+            Cow::Borrowed(t) => {
+                let t = t.trim();
+                if !t.is_empty() {
+                    return Some(Cow::Borrowed(t));
+                }
+            }
+            Cow::Owned(t) => {
+                let tt = t.trim();
+                if !tt.is_empty() {
+                    return Some(if tt.len() == t.len() {
+                        Cow::Owned(t)
+                    } else {
+                        Cow::Owned(tt.to_string())
+                    });
+                }
+            }
+        }
+    }
+    None
+}
+
 impl Facts for SrcFacts<'_, '_, '_> {
+    fn first(&self, r: &Ref, visit: &mut dyn FnMut(Option<&str>)) {
+        let view = self.src.view();
+        if let (None, Src::Val(v, _)) = (&r.segment, self.src) {
+            // A component of the value (what `element` yields: one value at most), read without the visitor.
+            let c = child(v, r.first as usize)
+                .and_then(|c| {
+                    if r.second > 0 {
+                        child(c, r.second as usize)
+                    } else {
+                        Some(c)
+                    }
+                })
+                .filter(|c| !c.is_empty() && !c.is_null());
+            return visit(first_of(c.into_iter()).as_deref());
+        }
+        let own = match &r.segment {
+            Some(id) => eq_short(view.id, id),
+            None => false,
+        };
+        if !own {
+            let mut done = false;
+            self.values(r, &mut |t| {
+                visit(Some(t));
+                done = true;
+                false
+            });
+            if !done {
+                visit(None);
+            }
+            return;
+        }
+        let mut cache = view.firsts.borrow_mut();
+        let i = match cache
+            .iter()
+            .position(|(f, c, _)| *f == r.first && *c == r.second)
+        {
+            Some(i) => i,
+            None => {
+                let t = first_of(Src::Seg(view).element(r.first, r.second));
+                cache.push((r.first, r.second, t));
+                cache.len() - 1
+            }
+        };
+        visit(cache[i].2.as_deref());
+    }
+
     fn values(&self, r: &Ref, visit: &mut dyn FnMut(&str) -> bool) {
         match (&r.segment, self.src) {
             (None, src) => visit_texts(src.element(r.first, r.second), visit),
-            (Some(id), src) if src.segment().id() == &**id => {
-                visit_texts(Src::Seg(src.segment()).element(r.first, r.second), visit)
+            (Some(id), src) if eq_short(src.view().id, id) => {
+                visit_texts(Src::Seg(src.view()).element(r.first, r.second), visit)
             }
             (Some(id), _) => match self.msg.find_segment(id.as_bytes(), 1) {
                 Some(s) if r.first == 0 => {
                     visit(s.id());
                 }
-                Some(s) => visit_texts(Src::Seg(s).element(r.first, r.second), visit),
+                Some(s) => visit_texts(other_element(s, r.first, r.second), visit),
                 None => {}
             },
         }
@@ -239,21 +406,6 @@ impl Facts for SrcFacts<'_, '_, '_> {
     fn segment_present(&self, id: &str) -> bool {
         (self.present)(id)
     }
-}
-
-/// Parses `/PATIENT_RESULT(0)/ORDER_OBSERVATION(1)/OBX(2)` into group steps (borrowed from the path) and the
-/// segment's name.
-fn split_path(path: &str) -> Vec<(&str, u32)> {
-    let mut steps: Vec<(&str, u32)> = path
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .map(|s| match s.split_once('(') {
-            Some((n, r)) => (n, r.trim_end_matches(')').parse().unwrap_or(0)),
-            None => (s, 0),
-        })
-        .collect();
-    steps.pop();
-    steps
 }
 
 /// The message map for a structure: its own, or the family's (`ADT_A03` → `ADT_A01`).
@@ -280,7 +432,42 @@ fn dt_map(row: &ElementRow) -> Option<&'static ElementMap> {
     row.dt.map(|i| &maps().elements[i])
 }
 
-pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
+/// The report being written. Information notes are formatted only when the caller asks for the report:
+/// [`crate::convert_json`] gives the Bundle alone, whose OperationOutcome holds the warnings (always kept).
+pub(crate) struct Notes {
+    list: Vec<Note>,
+    /// Whether information notes are kept.
+    info: bool,
+}
+
+impl Notes {
+    /// Records a note (an information note only when the report is asked for); `message` is formatted only then.
+    fn add(&mut self, severity: Severity, path: impl fmt::Display, message: fmt::Arguments<'_>) {
+        if severity == Severity::Information && !self.info {
+            return;
+        }
+        self.add_always(severity, path, message);
+    }
+
+    /// Records a note even when only the Bundle is asked for: an information note whose text a warning can share
+    /// (`code .. is not in the guide's .. map`), so that the report's de-duplication, which keeps the first of
+    /// equal notes, drops the same warnings either way.
+    fn add_always(
+        &mut self,
+        severity: Severity,
+        path: impl fmt::Display,
+        message: fmt::Arguments<'_>,
+    ) {
+        self.list.push(Note {
+            severity,
+            path: path.to_string(),
+            message: fmt::format(message),
+        });
+    }
+}
+
+/// `report`: whether the report's information notes are written (see [`Notes`]).
+pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Conversion {
     let tree = msg.group_tree();
     let structure = tree.structure_id().unwrap_or("");
     let sender = msg.get("MSH-4").unwrap_or_default();
@@ -299,12 +486,17 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
     let mut ctx = Ctx {
         msg,
         opts,
-        identity,
+        identity: Fnv::new().part(&identity),
         resources: Vec::new(),
         value_resources: Vec::new(),
         bundle: Node::obj(),
-        notes: Vec::new(),
+        notes: Notes {
+            list: Vec::new(),
+            info: report,
+        },
         spare: Vec::new(),
+        spare_values: Vec::new(),
+        spare_written: Vec::new(),
         conds: Vec::new(),
         segment: 0,
     };
@@ -313,12 +505,12 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
         Some((name, _)) if name != structure => ctx.note(
             Severity::Warning,
             "MSH-9",
-            format!("the guide has no map for {structure}; converted with the {name} map"),
+            format_args!("the guide has no map for {structure}; converted with the {name} map"),
         ),
         None => ctx.note(
             Severity::Warning,
             "MSH-9",
-            format!(
+            format_args!(
                 "the guide has no map for {}; each segment converted by its most common segment map",
                 if structure.is_empty() { "this message type" } else { structure }
             ),
@@ -328,18 +520,20 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
     let map: Option<&MessageMap> = map.map(|m| m.1);
 
     // Each segment's group instances, for choosing rows, scoping instances and `IF ORC VALUED`.
-    let paths: Vec<String> = (0..msg.segment_count())
-        .map(|i| tree.path_of(i).unwrap_or_default())
+    let placed: Vec<Vec<(&str, u32)>> = (0..msg.segment_count())
+        .map(|i| tree.group_steps(i))
         .collect();
-    let placed: Vec<Vec<(&str, u32)>> = paths.iter().map(|p| split_path(p)).collect();
+    let ids: Vec<&str> = msg.segments().map(|s| s.id()).collect();
     let mut last_anchor: Option<&str> = None;
+    let mut fields_buf = Vec::new();
     for (index, seg) in msg.segments().enumerate() {
         let groups = &placed[index][..];
-        let id = seg.id();
+        let view = SegView::new(seg, std::mem::take(&mut fields_buf));
+        let id = view.id;
         ctx.segment = index as u32 + 1;
         let present = |want: &str| {
-            placed.iter().zip(msg.segments()).any(|(g, s)| {
-                s.id() == want
+            placed.iter().zip(&ids).any(|(g, s)| {
+                *s == want
                     && g.len() <= groups.len()
                     && g.iter().zip(groups.iter()).all(|(a, b)| a == b)
             })
@@ -348,13 +542,13 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
         if map.is_some_and(|m| m.anchors.iter().any(|a| **a == *id)) {
             last_anchor = Some(id);
         }
-        let src = Src::Seg(seg);
+        let src = Src::Seg(&view);
         let facts = SrcFacts {
             src,
             msg,
             present: &present,
         };
-        let mut mapped_fields: Vec<bool> = vec![false; seg.field_count() + 1];
+        let mut mapped_fields: Vec<bool> = vec![false; view.fields.len()];
         let mut any = false;
         match chosen {
             Chosen::Rows(chosen) => {
@@ -399,29 +593,53 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>) -> Conversion {
                 }
             }
         }
-        // Nothing silently lost: every valued field that no applied row read is reported with its path.
-        if !any && id != "MSH" {
-            if seg.fields().skip(1).any(|f| !f.is_empty()) {
-                ctx.note(
-                    Severity::Information,
-                    id,
-                    format!("segment {id} (#{}) is not mapped by the guide", index + 1),
-                );
-            }
-            continue;
+        // Nothing silently lost: every valued field that no applied row read is reported with its path (when the
+        // report is asked for: these are information notes).
+        if ctx.notes.info {
+            unmapped_notes(&mut ctx, &view, index, any, &mapped_fields);
         }
-        let first = if seg.is_header() { 3 } else { 1 };
-        for f in first..=seg.field_count() {
-            if !mapped_fields.get(f).copied().unwrap_or(false)
-                && seg.field(f).is_some_and(|v| !v.is_empty())
-            {
-                let l = format!("{id}-{f}");
-                let message = format!("{l} has no FHIR target in the guide's map");
-                ctx.note(Severity::Information, l, message);
-            }
-        }
+        fields_buf = view.fields;
     }
     ctx.finish()
+}
+
+/// The information notes on a segment's valued fields that no applied row read.
+fn unmapped_notes(
+    ctx: &mut Ctx<'_, '_>,
+    view: &SegView<'_>,
+    index: usize,
+    any: bool,
+    mapped: &[bool],
+) {
+    let id = view.id;
+    if !any && id != "MSH" {
+        if view
+            .fields
+            .iter()
+            .skip(1)
+            .flatten()
+            .skip(1)
+            .any(|f| !f.is_empty())
+        {
+            ctx.note(
+                Severity::Information,
+                id,
+                format_args!("segment {id} (#{}) is not mapped by the guide", index + 1),
+            );
+        }
+        return;
+    }
+    let first = if view.header { 3 } else { 1 };
+    for f in first..view.fields.len() {
+        if !mapped.get(f).copied().unwrap_or(false) && view.field(f).is_some_and(|v| !v.is_empty())
+        {
+            ctx.note(
+                Severity::Information,
+                format_args!("{id}-{f}"),
+                format_args!("{id}-{f} has no FHIR target in the guide's map"),
+            );
+        }
+    }
 }
 
 enum Chosen<'r> {
@@ -485,13 +703,9 @@ fn choose_rows<'r>(
 /// Where a segment stands: its index, its group instances, and every segment's group instances.
 type Place<'x, 'p> = (usize, &'x Groups<'p>, &'x [Vec<(&'p str, u32)>]);
 
-impl Ctx<'_, '_> {
-    fn note(&mut self, severity: Severity, path: impl fmt::Display, message: String) {
-        self.notes.push(Note {
-            severity,
-            path: path.to_string(),
-            message,
-        });
+impl<'a> Ctx<'_, 'a> {
+    fn note(&mut self, severity: Severity, path: impl fmt::Display, message: fmt::Arguments<'_>) {
+        self.notes.add(severity, path, message);
     }
 
     fn full_url(id: &str) -> String {
@@ -504,10 +718,15 @@ impl Ctx<'_, '_> {
     /// A deterministic UUID-shaped id (RFC 9562 version 8: application-defined) from the message's identity and
     /// `parts`.
     fn make_id(&self, parts: &[&[u8]]) -> String {
-        let mut h = Fnv::new().part(&self.identity);
+        let mut h = self.identity;
         for p in parts {
             h = h.part(p);
         }
+        Self::id_of(h)
+    }
+
+    /// The id of a hash that began with the identity ([`Ctx::make_id`]'s parts hashed).
+    fn id_of(h: Fnv) -> String {
         let a = h.0;
         let b = h.part(b"second half").0;
         uuid_v8(a, b)
@@ -562,15 +781,15 @@ impl Ctx<'_, '_> {
         creates: bool,
         scope_depth: usize,
         (map_name, map): (&str, Option<usize>),
-        src: Src<'_, '_>,
+        src: Src<'_, 'a>,
         present: &dyn Fn(&str) -> bool,
         mapped: &mut [bool],
     ) {
         let Some(map) = map.map(|i| &maps().elements[i]) else {
             self.note(
                 Severity::Information,
-                src.segment().id(),
-                format!("the guide's segment map {map_name} is not published"),
+                src.view().id,
+                format_args!("the guide's segment map {map_name} is not published"),
             );
             return;
         };
@@ -620,7 +839,7 @@ impl Ctx<'_, '_> {
     fn apply_map(
         &mut self,
         map: &'static ElementMap,
-        src: Src<'_, '_>,
+        src: Src<'_, 'a>,
         target: &mut Node,
         ty: TypeShape,
         base: u64,
@@ -634,15 +853,17 @@ impl Ctx<'_, '_> {
         let msg = self.msg;
         let facts = SrcFacts { src, msg, present };
         let mut primitive: Option<Node> = None;
-        let mut written: Vec<(&str, u16, u16)> = Vec::new();
+        let mut written = self.spare_written.pop().unwrap_or_default();
         let mut order = self.spare.pop().unwrap_or_default();
+        let mut values = self.spare_values.pop().unwrap_or_default();
         valued_rows(map, src, &mut order);
         for &i in &order {
             let row = &map.rows[i as usize];
             // The element first: most rows read one that is not valued, and the checks below have no effects,
             // so their order does not change what is written.
-            let values = src.element(row.first, row.second);
-            if values.clone().next().is_none() {
+            values.clear();
+            src.read_element(row.first, row.second, &mut values);
+            if values.is_empty() {
                 continue;
             }
             if !self.holds(row, &facts) {
@@ -676,9 +897,9 @@ impl Ctx<'_, '_> {
                 _ => None,
             };
             let resolved = resolved.as_deref();
-            let several = values.clone().nth(1).is_some();
-            for (rep, v) in values.enumerate() {
-                let rep_base = fnv(&[&base.to_le_bytes(), &(rep as u32).to_le_bytes()]);
+            let several = values.len() > 1;
+            for (rep, &v) in values.iter().enumerate() {
+                let rep_base = mix(base, rep as u64);
                 let inner = match src {
                     Src::Seg(s) | Src::Val(_, s) => Src::Val(v, s),
                 };
@@ -757,7 +978,7 @@ impl Ctx<'_, '_> {
                         // the rest reported.
                         if several && !resolved.many() {
                             if rep == 0 {
-                                self.note(Severity::Information, path, format!("{path} repeats; FHIR {} holds one value: repetitions after the first are not mapped", attr_name));
+                                self.note(Severity::Information, path, format_args!("{path} repeats; FHIR {} holds one value: repetitions after the first are not mapped", attr_name));
                             }
                             break;
                         }
@@ -786,6 +1007,10 @@ impl Ctx<'_, '_> {
         }
         order.clear();
         self.spare.push(order);
+        values.clear();
+        self.spare_values.push(values);
+        written.clear();
+        self.spare_written.push(written);
         primitive
     }
 
@@ -810,7 +1035,7 @@ impl Ctx<'_, '_> {
         match src {
             Src::Seg(_) => Label::plain(row.label),
             Src::Val(_, s) => Label {
-                segment: Some(s.id()),
+                segment: Some(s.id),
                 label: row.label,
             },
         }
@@ -821,7 +1046,7 @@ impl Ctx<'_, '_> {
     fn value_resource(
         &mut self,
         map: &'static ElementMap,
-        src: Src<'_, '_>,
+        src: Src<'_, 'a>,
         present: &dyn Fn(&str) -> bool,
         depth: usize,
     ) -> Option<String> {
@@ -847,9 +1072,10 @@ impl Ctx<'_, '_> {
         if fields.len() <= 1 {
             return None; // only resourceType
         }
-        let mut content = Vec::new();
-        node.write_json(&mut content);
-        let id = self.make_id(&[b"value", &content]);
+        // `make_id(&[b"value", json])`, the JSON hashed as it is written.
+        let mut h = self.identity.part(b"value");
+        node.write_json(&mut h);
+        let id = Self::id_of(h.end());
         if !self.value_resources.iter().any(|(i, _, _)| *i == id) {
             if let Node::Obj(fields) = &mut node {
                 fields.insert(1, ("id".into(), Node::Str(id.clone().into())));
@@ -867,7 +1093,7 @@ impl Ctx<'_, '_> {
         ty: TypeShape,
         path: Label<'_>,
     ) -> Option<Node> {
-        let text = first_text(v);
+        let text = first_text_plain(v, self.msg.delimiters());
         // The row's own FHIR type, when it names a primitive (`CWE[code]`'s `$value` is a `code`).
         let ty = row.fhir_primitive.unwrap_or(ty);
         self.convert_primitive(&text, ty, row, path)
@@ -887,7 +1113,7 @@ impl Ctx<'_, '_> {
                 _ => self.note(
                     Severity::Warning,
                     path,
-                    format!(
+                    format_args!(
                         "{path}: code {text:?} is not in the guide's {vocab} map; kept as sent"
                     ),
                 ),
@@ -898,7 +1124,7 @@ impl Ctx<'_, '_> {
             Some(Unfit::Invalid) => self.note(
                 Severity::Warning,
                 path,
-                format!(
+                format_args!(
                     "{path}: {text:?} is not a valid FHIR {}; not mapped",
                     ty.name()
                 ),
@@ -906,7 +1132,7 @@ impl Ctx<'_, '_> {
             Some(Unfit::TimeWithoutZone) => self.note(
                 Severity::Information,
                 path,
-                format!("{path}: {text:?} has a time but no time zone; only its date is kept"),
+                format_args!("{path}: {text:?} has a time but no time zone; only its date is kept"),
             ),
             None => {}
         }
@@ -921,7 +1147,7 @@ impl Ctx<'_, '_> {
         &mut self,
         row: &ElementRow,
         v: Value<'_>,
-        (inner, whole): (Src<'_, '_>, Src<'_, '_>),
+        (inner, whole): (Src<'_, 'a>, Src<'_, 'a>),
         steps: &[Step],
         resolved: &Resolved,
         present: &dyn Fn(&str) -> bool,
@@ -991,7 +1217,7 @@ impl Ctx<'_, '_> {
             // nowhere.
             return None;
         }
-        let mut text = first_text(v);
+        let mut text = first_text_plain(v, self.msg.delimiters());
         if steps.last().is_some_and(|s| s.name == "system") && leaf.name() == "uri" {
             match system_uri(&text) {
                 Some(u) => text = Cow::Borrowed(u),
@@ -999,7 +1225,9 @@ impl Ctx<'_, '_> {
                     self.note(
                         Severity::Warning,
                         path,
-                        format!("{path}: coding system {text:?} has no known FHIR URI; not mapped"),
+                        format_args!(
+                            "{path}: coding system {text:?} has no known FHIR URI; not mapped"
+                        ),
                     );
                     return None;
                 }
@@ -1039,10 +1267,12 @@ impl Ctx<'_, '_> {
             break;
         }
         if let Some(code) = missing {
-            self.note(
+            self.notes.add_always(
                 Severity::Information,
                 path,
-                format!("{path}: code {code:?} is not in the guide's {vocab} map; kept as sent"),
+                format_args!(
+                    "{path}: code {code:?} is not in the guide's {vocab} map; kept as sent"
+                ),
             );
         }
     }
@@ -1084,7 +1314,11 @@ impl Ctx<'_, '_> {
             &index.to_le_bytes(),
             self.resources[t].id.as_bytes(),
         ]);
-        let mut sink = Vec::new();
+        // What a link would report is not reported (the References column is the converter's, not the message's).
+        let mut sink = Notes {
+            list: Vec::new(),
+            info: false,
+        };
         write(
             &mut node,
             path,
@@ -1136,14 +1370,25 @@ impl Ctx<'_, '_> {
         let is_header = |b: &Built| b.key.ty.name() == "MessageHeader";
         let bare = |b: &Built| matches!(&b.node, Node::Obj(f) if f.len() <= 2) && !is_header(b);
         if resources.iter().any(bare) {
-            let mut referenced = Vec::new();
+            let mut referenced: Vec<&str> = Vec::new();
             for b in &resources {
                 collect_refs(&b.node, &mut referenced);
             }
             for (_, _, n) in &self.value_resources {
                 collect_refs(n, &mut referenced);
             }
-            resources.retain(|b| !bare(b) || referenced.contains(&Self::full_url(&b.id)));
+            // Referenced: a reference is its full URL, `urn:uuid:` and the id.
+            let keep: Vec<bool> = resources
+                .iter()
+                .map(|b| {
+                    !bare(b)
+                        || referenced
+                            .iter()
+                            .any(|r| r.strip_prefix("urn:uuid:") == Some(b.id.as_str()))
+                })
+                .collect();
+            let mut keep = keep.into_iter();
+            resources.retain(|_| keep.next().unwrap_or(true));
         }
         if self.opts.bundle == BundleType::Message && !resources.iter().any(is_header) {
             // A message Bundle starts with a MessageHeader, even when the MSH gave it nothing.
@@ -1162,8 +1407,8 @@ impl Ctx<'_, '_> {
             });
         }
         // The first of equal notes stays (a handful of notes: comparing beats hashing copies of them).
-        let mut kept: Vec<Note> = Vec::with_capacity(self.notes.len());
-        for n in std::mem::take(&mut self.notes) {
+        let mut kept: Vec<Note> = Vec::with_capacity(self.notes.list.len());
+        for n in std::mem::take(&mut self.notes.list) {
             if !kept
                 .iter()
                 .any(|k| k.path == n.path && k.message == n.message)
@@ -1171,7 +1416,7 @@ impl Ctx<'_, '_> {
                 kept.push(n);
             }
         }
-        self.notes = kept;
+        self.notes.list = kept;
         resources.sort_by_key(|b| u8::from(!is_header(b)));
         for b in resources {
             entries.push((b.id, b.ty.name(), b.node));
@@ -1183,14 +1428,16 @@ impl Ctx<'_, '_> {
         if let Some(o) = outcome {
             let id = self.make_id(&[b"OperationOutcome"]);
             let mut node = o;
+            node.prune();
             if let Node::Obj(f) = &mut node {
                 f.insert(1, ("id".into(), Node::Str(id.clone().into())));
             }
             entries.push((id, "OperationOutcome", node));
         }
         let mut items = Vec::with_capacity(entries.len());
-        for (i, (id, ty, mut node)) in entries.into_iter().enumerate() {
-            node.prune();
+        // Every resource is pruned already (the message's in the loop above, the value resources when built, the
+        // OperationOutcome when built), and pruning twice changes nothing.
+        for (i, (id, ty, node)) in entries.into_iter().enumerate() {
             let mut e = Node::obj();
             e.member("fullUrl", || Node::Str(Self::full_url(&id).into()));
             if self.opts.bundle == BundleType::Transaction {
@@ -1202,15 +1449,19 @@ impl Ctx<'_, '_> {
             }
             items.push((i as u64, e));
         }
-        if let Node::Obj(f) = &mut bundle {
+        // The Bundle's own elements pruned; its entries are (a full URL and a resource with its type: none is
+        // empty), so the entry list goes in when it has any.
+        bundle.prune();
+        if let Node::Obj(f) = &mut bundle
+            && !items.is_empty()
+        {
             f.push(("entry".into(), Node::Arr(items)));
         }
-        bundle.prune();
         let mut json = Vec::with_capacity(16 * 1024);
         bundle.write_json(&mut json);
         Conversion {
             json,
-            notes: self.notes,
+            notes: self.notes.list,
         }
     }
 
@@ -1218,6 +1469,7 @@ impl Ctx<'_, '_> {
     fn outcome(&self) -> Option<Node> {
         let issues: Vec<(u64, Node)> = self
             .notes
+            .list
             .iter()
             .filter(|n| n.severity >= Severity::Warning)
             .enumerate()
@@ -1251,12 +1503,12 @@ impl Ctx<'_, '_> {
     }
 }
 /// Every `reference` string under a node.
-fn collect_refs(n: &Node, out: &mut Vec<String>) {
+fn collect_refs<'n>(n: &'n Node, out: &mut Vec<&'n str>) {
     match n {
         Node::Obj(f) => {
             for (k, v) in f {
                 match v {
-                    Node::Str(s) if k == "reference" => out.push(s.to_string()),
+                    Node::Str(s) if k == "reference" => out.push(s),
                     _ => collect_refs(v, out),
                 }
             }
@@ -1288,7 +1540,7 @@ fn drop_identifiers_without_value(n: &mut Node) {
 /// FHIR requires a status on Observation, DiagnosticReport, Encounter and many others; when the message gave
 /// none the guide could map, the status is `unknown` (where the element's required value set has it) and the
 /// report says so, rather than a resource that is not valid FHIR.
-fn required_status(b: &mut Built, notes: &mut Vec<Note>) {
+fn required_status(b: &mut Built, notes: &mut Notes) {
     const NEEDS_STATUS: [&str; 6] = [
         "Observation",
         "DiagnosticReport",
@@ -1314,14 +1566,14 @@ fn required_status(b: &mut Built, notes: &mut Vec<Note>) {
         return;
     }
     fields.push(("status".into(), Node::Str("unknown".into())));
-    notes.push(Note {
-        severity: Severity::Information,
-        path: name.to_string(),
-        message: format!(
+    notes.add(
+        Severity::Information,
+        name,
+        format_args!(
             "{name} {}: the message gives no status the guide maps; status is unknown",
             b.id
         ),
-    });
+    );
 }
 
 /// An extension needs its url and a value or nested extensions; the maps build both halves from separate rows,
@@ -1388,6 +1640,23 @@ fn query_escape(s: &str) -> String {
     out
 }
 
+/// [`first_text`], sooner for a value of ASCII bytes without a separator or the escape character (most values):
+/// its first component and subcomponent are the whole value, and its text is its bytes.
+fn first_text_plain<'a>(v: Value<'a>, d: &hl7v2::Delimiters) -> Cow<'a, str> {
+    let raw = v.raw();
+    let plain = raw.iter().all(|&b| {
+        b.is_ascii()
+            && b != d.component
+            && b != d.repetition
+            && Some(b) != d.subcomponent
+            && Some(b) != d.escape
+    });
+    if plain && let Ok(t) = std::str::from_utf8(raw) {
+        return Cow::Borrowed(t.trim());
+    }
+    first_text(v)
+}
+
 /// The text of a value's first component (the whole value when it has none), trimmed.
 fn first_text(v: Value<'_>) -> Cow<'_, str> {
     let t = match v.level() {
@@ -1414,7 +1683,7 @@ fn write(
     resolved: &Resolved,
     base: u64,
     value: Node,
-    notes: &mut Vec<Note>,
+    notes: &mut Notes,
     path: Label<'_>,
 ) {
     let Some((last, init)) = steps.split_last() else {
@@ -1425,41 +1694,33 @@ fn write(
     let mut tag = base;
     for (i, s) in init.iter().enumerate() {
         let Some(&e) = resolved.shapes.get(i) else {
-            notes.push(Note {
-                severity: Severity::Information,
-                path: path.to_string(),
-                message: format!(
+            notes.add(
+                Severity::Information,
+                path,
+                format_args!(
                     "{path}: {} is not an element of FHIR {}; not mapped",
                     s.name,
                     t.name()
                 ),
-            });
+            );
             return;
         };
         if other_choice_present(node, t, s.name, e.choice) {
-            notes.push(Note {
-                severity: Severity::Information,
-                path: path.to_string(),
-                message: format!(
+            notes.add(
+                Severity::Information,
+                path,
+                format_args!(
                     "{path}: {}[x] already has a value; {} not mapped",
                     e.choice.unwrap_or(""),
                     s.name
                 ),
-            });
+            );
             return;
         }
         // The guide numbers extensions per segment map, and sometimes gives two fields the same number
         // (OBX-10, OBX-19 and OBX-30 all write `extension[2]`): an extension's item is also told apart by the
         // element the row maps, which `path` names.
-        let h = Fnv::new()
-            .part(&tag.to_le_bytes())
-            .part(s.name.as_bytes())
-            .part(&s.slot.max(1).to_le_bytes());
-        tag = if s.name == "extension" {
-            path.hash(h).0
-        } else {
-            h.end().0
-        };
+        tag = step_tag(tag, s, path);
         let next = if e.many {
             node.member(s.name, || Node::Arr(Vec::new()))
                 .and_then(|a| a.slot(tag, Node::obj))
@@ -1471,49 +1732,45 @@ fn write(
         t = e.ty;
     }
     let Some(&e) = resolved.shapes.get(init.len()) else {
-        notes.push(Note {
-            severity: Severity::Information,
-            path: path.to_string(),
-            message: format!(
+        notes.add(
+            Severity::Information,
+            path,
+            format_args!(
                 "{path}: {} is not an element of FHIR {}; not mapped",
                 last.name,
                 t.name()
             ),
-        });
+        );
         return;
     };
     if let Some(base) = e.choice
         && other_choice_present(node, t, last.name, e.choice)
     {
         // One alternative of a choice element only: the first row's value stands.
-        notes.push(Note {
-            severity: Severity::Information,
-            path: path.to_string(),
-            message: format!(
+        notes.add(
+            Severity::Information,
+            path,
+            format_args!(
                 "{path}: {base}[x] already has a value; {} not mapped",
                 last.name
             ),
-        });
+        );
         return;
     }
     // A code outside the required value set of its element would make the resource invalid: the code is kept
     // as the element's original text (an extension on the primitive) and reported, not written as the value.
     let value = match value {
         Node::Str(code)
-            if e.ty.name() == "code"
-                && resolved
-                    .required
-                    .is_some_and(|allowed| !allowed.contains(&&*code)) =>
+            if resolved
+                .required
+                .is_some_and(|allowed| !allowed.contains(&&*code))
+                && e.ty.name() == "code" =>
         {
-            notes.push(Note {
-                severity: Severity::Warning,
-                path: path.to_string(),
-                message: format!(
+            notes.add(Severity::Warning, path, format_args!(
                     "{path}: {code:?} is not a code of FHIR {}.{}'s required value set; kept as its original text",
                     t.name(),
                     last.name
-                ),
-            });
+                ));
             if e.many {
                 return;
             }
@@ -1532,15 +1789,7 @@ fn write(
     if e.many {
         // The same tag as a path that goes through this element (`identifier[1]` here and in
         // `identifier[1].type.coding.code`), so that both rows fill one item.
-        let h = Fnv::new()
-            .part(&tag.to_le_bytes())
-            .part(last.name.as_bytes())
-            .part(&last.slot.max(1).to_le_bytes());
-        let tag = if last.name == "extension" {
-            path.hash(h).0
-        } else {
-            h.end().0
-        };
+        let tag = step_tag(tag, last, path);
         if let Some(Node::Arr(items)) = node.member(last.name, || Node::Arr(Vec::new())) {
             match items.iter_mut().find(|(t, _)| *t == tag) {
                 None => items.push((tag, value)),
@@ -1574,6 +1823,27 @@ fn write(
     }
 }
 
+/// Two hashes made one (splitmix64's finaliser over them): slot tags, which are compared and never written, so
+/// only their equality matters.
+fn mix(a: u64, b: u64) -> u64 {
+    let mut x = a.rotate_left(23) ^ b ^ 0x9e37_79b9_7f4a_7c15;
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// The tag of the item a step selects under the item tagged `tag`: the step's name and instance number, and for
+/// `extension` the element the row maps (the guide numbers extensions per segment map, and sometimes gives two
+/// fields the same number: OBX-10, OBX-19 and OBX-30 all write `extension[2]`).
+fn step_tag(tag: u64, s: &Step, path: Label<'_>) -> u64 {
+    let t = mix(tag, s.key);
+    if s.extension {
+        mix(t, path.hash(Fnv::new()).0)
+    } else {
+        t
+    }
+}
+
 /// Whether another alternative of the choice element `choice` is already set on `node`.
 fn other_choice_present(
     node: &Node,
@@ -1590,7 +1860,7 @@ fn other_choice_present(
 }
 
 /// Coding systems written from CWE.3 inside a nested map: the v2 name (`LN`) becomes the FHIR URI.
-fn fix_systems(obj: &mut Node, notes: &mut Vec<Note>, path: Label<'_>) {
+fn fix_systems(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
     match obj {
         Node::Obj(fields) => {
             let mut drop = false;
@@ -1602,11 +1872,7 @@ fn fix_systems(obj: &mut Node, notes: &mut Vec<Note>, path: Label<'_>) {
                         match system_uri(s) {
                             Some(u) => *s = Cow::Borrowed(u),
                             None => {
-                                notes.push(Note {
-                                    severity: Severity::Warning,
-                                    path: path.to_string(),
-                                    message: format!("{path}: coding system {s:?} has no known FHIR URI; the code is kept without a system"),
-                                });
+                                notes.add(Severity::Warning, path, format_args!("{path}: coding system {s:?} has no known FHIR URI; the code is kept without a system"));
                                 drop = true;
                             }
                         }
@@ -1630,7 +1896,7 @@ fn fix_systems(obj: &mut Node, notes: &mut Vec<Note>, path: Label<'_>) {
 
 /// Checks every coding (`coding` items, `class`) against the terminology: fills a missing display from the code
 /// system, reports a code that is not valid (kept as sent).
-fn check_codes(node: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Vec<Note>, at: &str) {
+fn check_codes(node: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Notes, at: &str) {
     match node {
         Node::Obj(fields) => {
             for (k, v) in fields.iter_mut() {
@@ -1653,7 +1919,7 @@ fn check_codes(node: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Ve
     }
 }
 
-fn check_one(c: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Vec<Note>, at: &str) {
+fn check_one(c: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Notes, at: &str) {
     let (Some(system), Some(code)) = (c.get_str("system"), c.get_str("code")) else {
         return;
     };
@@ -1667,13 +1933,11 @@ fn check_one(c: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Vec<Not
                 c.set_if_absent("display".into(), Node::Str(d.into()));
             }
         }
-        CodeCheck::Invalid { message } => notes.push(Note {
-            severity: Severity::Warning,
-            path: at.to_string(),
-            message: format!(
-                "{at}: code {code:?} is not valid in {system}: {message}; kept as sent"
-            ),
-        }),
+        CodeCheck::Invalid { message } => notes.add(
+            Severity::Warning,
+            at,
+            format_args!("{at}: code {code:?} is not valid in {system}: {message}; kept as sent"),
+        ),
     }
 }
 

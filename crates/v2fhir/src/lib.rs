@@ -132,7 +132,13 @@ impl Conversion {
 
 /// Converts a parsed message to a FHIR R4 Bundle by the guide. Never fails: what cannot be mapped is reported.
 pub fn convert(msg: &hl7v2::Message<'_>, options: &Options<'_>) -> Conversion {
-    convert::convert(msg, options)
+    convert::convert(msg, options, true)
+}
+
+/// Converts a parsed message to the Bundle's JSON alone: the same bytes as [`convert`]'s `json`, sooner, as the
+/// report's information notes are not written (the warnings are: the Bundle's OperationOutcome holds them).
+pub fn convert_json(msg: &hl7v2::Message<'_>, options: &Options<'_>) -> Vec<u8> {
+    convert::convert(msg, options, false).json
 }
 
 /// Rows of the guide whose condition could not be read (`map element: condition`): they are never applied.

@@ -13,14 +13,51 @@ const DATATYPES: &str = include_str!("generated/datatypes.tsv");
 const VOCABULARY: &str = include_str!("generated/vocabulary.tsv");
 const REQUIRED_CODES: &str = include_str!("generated/required-codes.tsv");
 
-/// One step of a FHIR attribute path: `identifier[2]` → name `identifier`, slot 2.
+/// One step of a FHIR attribute path: `identifier[2]` → name `identifier`, instance 2.
 #[derive(Clone, Debug)]
 pub(crate) struct Step {
     /// A slice of the generated tables (or of the FHIR definitions): static, so that it keys JSON members
     /// without a copy.
     pub(crate) name: &'static str,
-    /// The guide's instance number (`[2]`); 0 when the path gives none.
-    pub(crate) slot: u16,
+    /// The name and the guide's instance number (`[2]`; 0 or 1 when the path gives none) hashed once, for the
+    /// converter's slot tags.
+    pub(crate) key: u64,
+    /// The step is `extension` (whose items are also told apart by the element the row maps).
+    pub(crate) extension: bool,
+}
+
+impl Step {
+    pub(crate) const fn new(name: &'static str, slot: u16) -> Step {
+        // FNV-1a over the name, then the instance number (0 and 1 are the same instance).
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let b = name.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            h ^= b[i] as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            i += 1;
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        let slot1 = if slot == 0 { 1 } else { slot };
+        h ^= slot1 as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        let extension = b.len() == 9
+            && b[0] == b'e'
+            && b[1] == b'x'
+            && b[2] == b't'
+            && b[3] == b'e'
+            && b[4] == b'n'
+            && b[5] == b's'
+            && b[6] == b'i'
+            && b[7] == b'o'
+            && b[8] == b'n';
+        Step {
+            name,
+            key: h,
+            extension,
+        }
+    }
 }
 
 /// Where a row writes.
@@ -139,10 +176,7 @@ impl ElementRow {
 }
 
 /// The step of a `$value` row in a map onto a complex type (`NM[Quantity]`): its `value` element.
-pub(crate) const VALUE_STEP: [Step; 1] = [Step {
-    name: "value",
-    slot: 0,
-}];
+pub(crate) const VALUE_STEP: [Step; 1] = [Step::new("value", 0)];
 
 /// A piece of an assigned value.
 #[derive(Debug, PartialEq, Eq)]
@@ -258,7 +292,7 @@ pub(crate) struct Maps {
     /// Segment and data type maps; rows refer to them by index.
     pub(crate) elements: Vec<ElementMap>,
     /// Map → v2 code → FHIR coding.
-    pub(crate) vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped>>,
+    pub(crate) vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped, Fnv>, Fnv>,
     /// For each segment id, the segment map the guide most often applies to it, for messages it does not map:
     /// (resource, map name, map index).
     pub(crate) default_maps: HashMap<Box<str>, Vec<DefaultMap>>,
@@ -273,6 +307,32 @@ pub(crate) fn maps() -> &'static Maps {
     static MAPS: OnceLock<Maps> = OnceLock::new();
     MAPS.get_or_init(compile)
 }
+
+/// FNV-1a for the maps looked up per value (vocabulary maps by name and code): short keys, which the standard
+/// library's SipHash costs more to hash than the lookup's compare. The tables are fixed when the maps compile: a
+/// message's codes are only looked up, never inserted, so no input can crowd a bucket.
+#[derive(Clone, Copy)]
+pub(crate) struct FnvHasher(u64);
+
+impl Default for FnvHasher {
+    fn default() -> FnvHasher {
+        FnvHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for FnvHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
 
 impl Maps {
     /// The FHIR coding a vocabulary map gives a v2 code.
@@ -324,7 +384,7 @@ fn parse_steps(s: &'static str) -> Option<Vec<Step>> {
         if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric()) {
             return None;
         }
-        out.push(Step { name, slot });
+        out.push(Step::new(name, slot));
     }
     Some(out)
 }
@@ -420,7 +480,7 @@ fn parse_references(s: &'static str) -> Vec<Reference> {
                     .elements()
                     .find(|(_, e)| e.ty.name() == "Reference")
                     .map(|(name, _)| {
-                        path.push(Step { name, slot: 0 });
+                        path.push(Step::new(name, 0));
                         path
                     }),
                 _ => None,
@@ -695,7 +755,7 @@ fn compile() -> Maps {
         }
         default_maps.extend(taken);
     }
-    let mut vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped>> = HashMap::new();
+    let mut vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped, Fnv>, Fnv> = HashMap::default();
     for r in rows(VOCABULARY) {
         let [map, code, _v2system, _cond, fcode, display, system] = r[..] else {
             continue;

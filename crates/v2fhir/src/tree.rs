@@ -96,8 +96,8 @@ impl Node {
         }
     }
 
-    /// Writes the node as JSON.
-    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+    /// Writes the node as JSON (into bytes, or straight into a hash: see [`Sink`]).
+    pub(crate) fn write_json<S: Sink>(&self, out: &mut S) {
         match self {
             Node::Obj(fields) => {
                 out.push(b'{');
@@ -132,21 +132,46 @@ impl Node {
     }
 }
 
-/// Whether a member name is `name`: most names are the same static string, compared by address first.
+/// Whether a member name is `name`: most names are the same static string, compared by address first, the
+/// others (a few bytes) in place rather than by `memcmp`.
 fn same(k: &str, name: &str) -> bool {
-    (k.as_ptr() == name.as_ptr() && k.len() == name.len()) || k == name
+    k.len() == name.len()
+        && (k.as_ptr() == name.as_ptr() || k.bytes().zip(name.bytes()).all(|(a, b)| a == b))
+}
+
+/// Where JSON is written: bytes, or a hash of the bytes (a resource's content hashed into its id without writing
+/// its JSON first).
+pub(crate) trait Sink {
+    fn push(&mut self, b: u8);
+    fn extend_from_slice(&mut self, b: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn push(&mut self, b: u8) {
+        Vec::push(self, b);
+    }
+    fn extend_from_slice(&mut self, b: &[u8]) {
+        Vec::extend_from_slice(self, b);
+    }
+}
+
+/// The hash of the bytes written: the same as [`Fnv::bytes`] of the whole JSON.
+impl Sink for Fnv {
+    fn push(&mut self, b: u8) {
+        *self = self.bytes(&[b]);
+    }
+    fn extend_from_slice(&mut self, b: &[u8]) {
+        *self = self.bytes(b);
+    }
 }
 
 /// A JSON string literal.
-pub(crate) fn write_str(s: &str, out: &mut Vec<u8>) {
+pub(crate) fn write_str<S: Sink>(s: &str, out: &mut S) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
     // Most strings need no escape: runs without one are copied whole.
-    while let Some(n) = bytes[start..]
-        .iter()
-        .position(|&c| c < 0x20 || c == b'"' || c == b'\\')
-    {
+    while let Some(n) = escape_at(&bytes[start..]) {
         let i = start + n;
         out.extend_from_slice(&bytes[start..i]);
         let c = bytes[i];
@@ -167,6 +192,41 @@ pub(crate) fn write_str(s: &str, out: &mut Vec<u8>) {
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// The first byte that needs an escape in a JSON string (a control character, `"` or `\\`). Eight bytes are
+/// tested at a time (a word per step rather than three comparisons per byte), then the byte is found in the
+/// word that has one.
+fn escape_at(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    /// Whether a byte of `w` is below `n` (n <= 128): the classic `hasless` test, exact for "any".
+    fn less(w: u64, n: u8) -> u64 {
+        w.wrapping_sub(ONES * u64::from(n)) & !w & HIGH
+    }
+    fn zero(w: u64) -> u64 {
+        w.wrapping_sub(ONES) & !w & HIGH
+    }
+    let is_escape = |c: u8| c < 0x20 || c == b'"' || c == b'\\';
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for c in chunks.by_ref() {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        if less(w, 0x20) | zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\')))
+            != 0
+        {
+            // The test has no false positive without a true one in the same word; found by bytes regardless.
+            if let Some(i) = c.iter().position(|&b| is_escape(b)) {
+                return Some(at + i);
+            }
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| is_escape(b))
+        .map(|i| at + i)
 }
 
 /// FNV-1a, 64 bits: slot tags and deterministic resource ids. Stable across runs and platforms (unlike the
@@ -231,5 +291,20 @@ mod tests {
             r#"{"a":[{"x":"q\"\u0001"}]}"#
         );
         assert_ne!(fnv(&[b"ab", b"c"]), fnv(&[b"a", b"bc"]));
+    }
+
+    #[test]
+    fn finds_every_byte_that_needs_an_escape() {
+        // Every position in and around a word, every byte value: the word test agrees with the byte test.
+        for len in 0..20 {
+            for at in 0..len {
+                for c in 0..=255u8 {
+                    let mut b = vec![b'a'; len];
+                    b[at] = c;
+                    let want = b.iter().position(|&x| x < 0x20 || x == b'"' || x == b'\\');
+                    assert_eq!(escape_at(&b), want, "{len} {at} {c}");
+                }
+            }
+        }
     }
 }

@@ -151,11 +151,28 @@ fn dtm(text: &str) -> Option<Dtm<'_>> {
 
 impl Dtm<'_> {
     fn date(&self) -> String {
+        // Written piece by piece (`format!` costs more than the date): `YYYY`, `YYYY-MM`, `YYYY-MM-DD`.
+        let mut s = String::with_capacity(32);
+        self.push_date(&mut s);
+        s
+    }
+
+    fn push_date(&self, s: &mut String) {
         let d = self.digits;
         match d.len() {
-            4 => d.to_string(),
-            6 => format!("{}-{}", &d[..4], &d[4..6]),
-            _ => format!("{}-{}-{}", &d[..4], &d[4..6], &d[6..8]),
+            4 => s.push_str(d),
+            6 => {
+                s.push_str(&d[..4]);
+                s.push('-');
+                s.push_str(&d[4..6]);
+            }
+            _ => {
+                s.push_str(&d[..4]);
+                s.push('-');
+                s.push_str(&d[4..6]);
+                s.push('-');
+                s.push_str(&d[6..8]);
+            }
         }
     }
 
@@ -178,7 +195,15 @@ impl Dtm<'_> {
         let d = self.digits;
         let mm = d.get(10..12).unwrap_or("00");
         let ss = d.get(12..14).unwrap_or("00");
-        let mut s = format!("{}T{}:{mm}:{ss}", self.date(), &d[8..10]);
+        // `{date}T{hh}:{mm}:{ss}`, written piece by piece.
+        let mut s = String::with_capacity(32);
+        self.push_date(&mut s);
+        s.push('T');
+        s.push_str(&d[8..10]);
+        s.push(':');
+        s.push_str(mm);
+        s.push(':');
+        s.push_str(ss);
         if !self.fraction.is_empty() && d.len() == 14 {
             s.push('.');
             s.push_str(self.fraction);

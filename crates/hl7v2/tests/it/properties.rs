@@ -66,6 +66,30 @@ proptest! {
         prop_assert_eq!(msg.get(&path), by_views, "{}", text);
     }
 
+    /// `Value::part` finds a part by a byte loop: it must give what the `parts` iterator gives (bytes, offset,
+    /// level) at every level of every field, on any input.
+    #[test]
+    fn a_part_is_the_nth_of_the_parts(input in hl7ish(), n in 0usize..5) {
+        let msg = Message::parse(&input);
+        let same = |a: Option<hl7v2::Value<'_>>, b: Option<hl7v2::Value<'_>>| match (a, b) {
+            (Some(a), Some(b)) => a.raw() == b.raw() && a.offset() == b.offset() && a.level() == b.level(),
+            (None, None) => true,
+            _ => false,
+        };
+        for seg in msg.segments() {
+            for f in seg.fields() {
+                let mut stack = vec![f];
+                while let Some(v) = stack.pop() {
+                    let want = if n == 0 { None } else { v.parts().nth(n - 1) };
+                    prop_assert!(same(v.part(n), want), "{:?} part {}", v, n);
+                    if !matches!(v.level(), hl7v2::Level::Subcomponent | hl7v2::Level::Verbatim) {
+                        stack.extend(v.parts());
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn set_reads_back_and_disturbs_nothing_else(body in "[A-Z0-9 ]{0,12}", value in "[ -~]{0,12}", field in 1usize..6, comp in 1usize..4) {
         let src = format!("MSH|^~\\&|A|B|C|D|1||ADT^A01|1|P|2.5\rPID|1||{body}\rNTE|1||x\\F\\y");

@@ -455,3 +455,32 @@ fn every_structure_of_every_version_builds_a_tree() {
         }
     }
 }
+
+#[test]
+fn group_steps_are_the_group_steps_of_the_path() {
+    // `group_steps` gives what `path_of` writes, its segment step left out, for every segment of the corpora and
+    // of the crash inputs (and nothing past the last segment).
+    let data = crate::support::hl7_data();
+    let mut files = corpus();
+    files.extend(crate::support::files(&data.join("bad-inputs"), ""));
+    for file in files {
+        let bytes = std::fs::read(&file).unwrap();
+        let msg = Message::parse(&bytes);
+        let tree = msg.group_tree();
+        for i in 0..=msg.segment_count() {
+            let path = tree.path_of(i).unwrap_or_default();
+            let mut written: Vec<String> = path
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect();
+            written.pop();
+            let steps: Vec<String> = tree
+                .group_steps(i)
+                .iter()
+                .map(|(name, rep)| format!("{name}({rep})"))
+                .collect();
+            assert_eq!(steps, written, "{} segment {i}", file.display());
+        }
+    }
+}
