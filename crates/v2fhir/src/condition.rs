@@ -73,18 +73,28 @@ pub(crate) trait Facts {
     fn values(&self, r: &Ref, visit: &mut dyn FnMut(&str) -> bool);
     /// The first of [`Facts::values`] (`None`: not valued), given to `visit`.
     fn first(&self, r: &Ref, visit: &mut dyn FnMut(Option<&str>)) {
-        let mut done = false;
-        self.values(r, &mut |t| {
-            visit(Some(t));
-            done = true;
-            false
-        });
-        if !done {
-            visit(None);
-        }
+        first_of_values(self, r, visit);
     }
     /// A segment with this id is present where the row applies.
     fn segment_present(&self, id: &str) -> bool;
+}
+
+/// The first of `facts`' [`Facts::values`] of `r` (`None`: not valued), given to `visit`: what [`Facts::first`]
+/// gives unless an implementation knows a shorter way.
+pub(crate) fn first_of_values<F: Facts + ?Sized>(
+    facts: &F,
+    r: &Ref,
+    visit: &mut dyn FnMut(Option<&str>),
+) {
+    let mut done = false;
+    facts.values(r, &mut |t| {
+        visit(Some(t));
+        done = true;
+        false
+    });
+    if !done {
+        visit(None);
+    }
 }
 
 /// `a == b` for the few bytes of a code or segment id, compared in place (`==` on strings calls `memcmp`).

@@ -362,16 +362,7 @@ impl Facts for SrcFacts<'_, '_, '_> {
             None => false,
         };
         if !own {
-            let mut done = false;
-            self.values(r, &mut |t| {
-                visit(Some(t));
-                done = true;
-                false
-            });
-            if !done {
-                visit(None);
-            }
-            return;
+            return crate::condition::first_of_values(self, r, visit);
         }
         let mut cache = view.firsts.borrow_mut();
         let i = match cache
