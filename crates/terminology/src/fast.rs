@@ -309,12 +309,15 @@ impl Terminology {
         if status_label(&cs.resource).is_some() {
             return None;
         }
-        if let Some(valid) = check_code(&ctx, &cs, code) {
-            return Some(CodeVerdict::Valid {
+        match checked(&ctx, &cs, code) {
+            Checked::Valid(valid) => Some(CodeVerdict::Valid {
                 display: valid.display,
-            });
+            }),
+            Checked::Absent => {
+                absent_code_message(&cs, code).map(|message| CodeVerdict::Unknown { message })
+            }
+            Checked::Other => None,
         }
-        unknown_code_message(&cs, code).map(|message| CodeVerdict::Unknown { message })
     }
 
     /// [`Terminology::run_fast`] of `ValueSet/$expand` when its answer is already kept (a request seen before):
@@ -456,32 +459,18 @@ pub enum CodeVerdict {
     UnknownSystem,
 }
 
-/// The general path's message for `code` missing from `cs` (`check_in_cs`), when `cs` plainly lacks it: a whole
-/// code system (not a fragment), the code absent whatever its case, no provider note on it. `None` otherwise.
-fn unknown_code_message(cs: &CodeSystem, code: &str) -> Option<String> {
-    if cs.content == Content::Fragment {
+/// The general path's message for `code`, which `cs` does not have (`check_in_cs`), when it says so plainly: a
+/// whole code system (not a fragment, nor a FHIR code system that lists only part of its codes). `None` otherwise.
+fn absent_code_message(cs: &CodeSystem, code: &str) -> Option<String> {
+    if cs.content == Content::Fragment || (cs.provider.is_none() && cs.content != Content::Complete)
+    {
         return None;
     }
-    let label = match &cs.provider {
-        Some(p) => {
-            if !p.code_notes(code).is_empty() || p.plain_display(code).is_some() {
-                return None;
-            }
-            let compiled = p.compile(&[code], None, Detail::Display);
-            if compiled.find(code).is_some() {
-                return None;
-            }
-            p.version_label()
-                .map(|l| format!(" ({l})"))
-                .unwrap_or_default()
-        }
-        None => {
-            if cs.content != Content::Complete || cs.find(code).is_some() {
-                return None;
-            }
-            String::new()
-        }
-    };
+    // A provider may name its version for people: "... version '<edition URI>' (International Edition)".
+    let label = (cs.provider.as_ref())
+        .and_then(|p| p.version_label())
+        .map(|l| format!(" ({l})"))
+        .unwrap_or_default();
     Some(match &cs.version {
         Some(v) => format!(
             "Unknown code '{code}' in the CodeSystem '{}' version '{v}'{label}",
@@ -500,17 +489,33 @@ struct Valid {
 /// concept to note: the code exists with exactly this spelling, is not deprecated (while active), and has no
 /// provider note.
 fn check_code(ctx: &Ctx<'_>, cs: &CodeSystem, code: &str) -> Option<Valid> {
+    match checked(ctx, cs, code) {
+        Checked::Valid(valid) => Some(valid),
+        Checked::Absent | Checked::Other => None,
+    }
+}
+
+/// What [`check_code`] found, with the absence of the code told apart from the cases the general path words.
+enum Checked {
+    Valid(Valid),
+    /// The code system (a provider's compiled for the code) has no concept of this code, in any case.
+    Absent,
+    /// Anything else: a note, another case, a deprecated concept.
+    Other,
+}
+
+fn checked(ctx: &Ctx<'_>, cs: &CodeSystem, code: &str) -> Checked {
     let compiled;
     let (cs, quiet) = match &cs.provider {
         Some(p) => {
             if let Some(display) = p.plain_display(code) {
-                return Some(Valid {
+                return Checked::Valid(Valid {
                     display,
                     inactive: None,
                 });
             }
             if !p.code_notes(code).is_empty() {
-                return None;
+                return Checked::Other;
             }
             // The display and status are all that is read here (no language is asked for, so designations
             // play no part): the sameness test holds the lighter detail to the general path's answers.
@@ -519,9 +524,12 @@ fn check_code(ctx: &Ctx<'_>, cs: &CodeSystem, code: &str) -> Option<Valid> {
         }
         None => (cs, false),
     };
-    let c = &cs.concepts[cs.find(code)?];
+    let Some(i) = cs.find(code) else {
+        return Checked::Absent;
+    };
+    let c = &cs.concepts[i];
     if c.code != code {
-        return None;
+        return Checked::Other;
     }
     let inactive = if c.is_inactive() {
         (!quiet).then(|| {
@@ -533,11 +541,11 @@ fn check_code(ctx: &Ctx<'_>, cs: &CodeSystem, code: &str) -> Option<Valid> {
             (named, status)
         })
     } else if c.is_deprecated() {
-        return None;
+        return Checked::Other;
     } else {
         None
     };
-    Some(Valid {
+    Checked::Valid(Valid {
         display: ctx.display(cs, c),
         inactive,
     })
