@@ -1,4 +1,4 @@
-//! Converts the bench's ORU^R01 (or ADT^A01 with `adt`) N times, the Bundle alone (with its report when the
+//! Converts the bench's ORU^R01 (or ADT^A01 with `adt`, or the message in $MSGFILE with `file`) N times, the Bundle alone (with its report when the
 //! third argument is `report`): a small binary for profilers
 //! (`valgrind --tool=callgrind target/release/examples/convert_loop oru 2000`).
 
@@ -10,10 +10,15 @@ const ORU: &[u8] = include_bytes!("../../../bench/hl7v2/messages/oru_r01.hl7");
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let bytes = if args.get(1).is_some_and(|a| a == "adt") {
-        ADT
-    } else {
-        ORU
+    let file;
+    let bytes = match args.get(1).map(String::as_str) {
+        Some("adt") => ADT,
+        // Any message: `file` reads the path in $MSGFILE.
+        Some("file") => {
+            file = std::fs::read(std::env::var("MSGFILE").expect("MSGFILE")).expect("MSGFILE");
+            &file[..]
+        }
+        _ => ORU,
     };
     let n: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
     let report = args.get(3).is_some_and(|a| a == "report");

@@ -77,6 +77,15 @@ pub(crate) trait Facts {
     }
     /// A segment with this id is present where the row applies.
     fn segment_present(&self, id: &str) -> bool;
+    /// How many of [`Facts::values`] there are (`LST.count`, `COUNT`).
+    fn count(&self, r: &Ref) -> usize {
+        let mut n = 0;
+        self.values(r, &mut |_| {
+            n += 1;
+            true
+        });
+        n
+    }
 }
 
 /// The first of `facts`' [`Facts::values`] of `r` (`None`: not valued), given to `visit`: what [`Facts::first`]
@@ -109,16 +118,6 @@ fn first_is(facts: &dyn Facts, r: &Ref, test: impl Fn(&str) -> bool) -> bool {
     out
 }
 
-/// How many repetitions `r` has.
-fn count(facts: &dyn Facts, r: &Ref) -> usize {
-    let mut n = 0;
-    facts.values(r, &mut |_| {
-        n += 1;
-        true
-    });
-    n
-}
-
 impl Cond {
     /// Evaluates the condition; an unparsed condition never holds.
     pub(crate) fn holds(&self, facts: &dyn Facts) -> bool {
@@ -133,7 +132,7 @@ impl Cond {
                 first_a.is_some_and(|x| first_is(facts, b, |y| x == y))
             }
             Cond::In(r, list) => first_is(facts, r, |x| list.iter().any(|v| eq_short(x, v))),
-            Cond::Count(r, cmp, n) => cmp.holds(count(facts, r), *n),
+            Cond::Count(r, cmp, n) => cmp.holds(facts.count(r), *n),
             Cond::Length(r, cmp, n) => {
                 let mut len = 0;
                 facts.first(r, &mut |t| len = t.map_or(0, str::len));

@@ -105,6 +105,9 @@ struct SegView<'a> {
     /// The first valued text of the segment's elements that conditions asked for, by (field, component): the OBX
     /// map's alternatives for OBX-5 ask for OBX-2 a dozen times.
     firsts: RefCell<Vec<FirstText<'a>>>,
+    /// The number of valued repetitions of the segment's elements that conditions counted, by (field,
+    /// component): the ORU map's four alternatives for an OBX each count OBX-5.
+    counts: RefCell<Vec<(u16, u16, usize)>>,
 }
 
 /// An element (field, component) and its first valued text, `None` when it is not valued.
@@ -121,6 +124,7 @@ impl<'a> SegView<'a> {
             header: seg.is_header(),
             fields,
             firsts: RefCell::new(Vec::new()),
+            counts: RefCell::new(Vec::new()),
         }
     }
 
@@ -396,6 +400,33 @@ impl Facts for SrcFacts<'_, '_, '_> {
     }
     fn segment_present(&self, id: &str) -> bool {
         (self.present)(id)
+    }
+
+    fn count(&self, r: &Ref) -> usize {
+        let view = self.src.view();
+        let own = matches!((&r.segment, self.src), (Some(id), _) if eq_short(view.id, id));
+        let count_values = || {
+            let mut n = 0;
+            self.values(r, &mut |_| {
+                n += 1;
+                true
+            });
+            n
+        };
+        if !own {
+            return count_values();
+        }
+        if let Some(&(_, _, n)) = view
+            .counts
+            .borrow()
+            .iter()
+            .find(|(f, c, _)| *f == r.first && *c == r.second)
+        {
+            return n;
+        }
+        let n = count_values();
+        view.counts.borrow_mut().push((r.first, r.second, n));
+        n
     }
 }
 
@@ -848,12 +879,18 @@ impl<'a> Ctx<'_, 'a> {
         let mut order = self.spare.pop().unwrap_or_default();
         let mut values = self.spare_values.pop().unwrap_or_default();
         valued_rows(map, src, &mut order);
+        // The element last read: a map's rows for one element are neighbours (the OBX map's 25 alternatives for
+        // OBX-5), and they read it once.
+        let mut read: Option<(u16, u16)> = None;
         for &i in &order {
             let row = &map.rows[i as usize];
             // The element first: most rows read one that is not valued, and the checks below have no effects,
             // so their order does not change what is written.
-            values.clear();
-            src.read_element(row.first, row.second, &mut values);
+            if read != Some((row.first, row.second)) {
+                values.clear();
+                src.read_element(row.first, row.second, &mut values);
+                read = Some((row.first, row.second));
+            }
             if values.is_empty() {
                 continue;
             }

@@ -125,7 +125,11 @@ fn dtm(text: &str) -> Option<Dtm<'_>> {
     {
         return None;
     }
-    let n = |a: usize, b: usize| digits.get(a..b).and_then(|s| s.parse::<u32>().ok());
+    // Two digits at `a` (all are ASCII digits, checked above), when the value is that long.
+    let d = digits.as_bytes();
+    let two = |a: usize| {
+        (d.len() >= a + 2).then(|| u32::from(d[a] - b'0') * 10 + u32::from(d[a + 1] - b'0'))
+    };
     // The day must exist in its month (`20170229` is no date).
     let days = |y: u32, m: u32| match m {
         2 if y.is_multiple_of(4) && (!y.is_multiple_of(100) || y.is_multiple_of(400)) => 29,
@@ -133,12 +137,12 @@ fn dtm(text: &str) -> Option<Dtm<'_>> {
         4 | 6 | 9 | 11 => 30,
         _ => 31,
     };
-    let year = n(0, 4).unwrap_or(0);
-    if n(4, 6).is_some_and(|m| !(1..=12).contains(&m))
-        || n(6, 8).is_some_and(|d| d < 1 || d > days(year, n(4, 6).unwrap_or(1)))
-        || n(8, 10).is_some_and(|h| h > 23)
-        || n(10, 12).is_some_and(|m| m > 59)
-        || n(12, 14).is_some_and(|s| s > 59)
+    let year = two(0).unwrap_or(0) * 100 + two(2).unwrap_or(0); // at least 4 digits
+    if two(4).is_some_and(|m| !(1..=12).contains(&m))
+        || two(6).is_some_and(|d| d < 1 || d > days(year, two(4).unwrap_or(1)))
+        || two(8).is_some_and(|h| h > 23)
+        || two(10).is_some_and(|m| m > 59)
+        || two(12).is_some_and(|s| s > 59)
     {
         return None;
     }
