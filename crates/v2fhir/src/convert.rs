@@ -7,9 +7,11 @@ use crate::maps::{
     VALUE_STEP, maps,
 };
 use crate::systems::system_uri;
-use crate::tree::{Fnv, Node, Text, fnv, write_str};
+use crate::tree::{Fnv, Node, fnv, write_str};
 use crate::value::{self, Unfit};
 use crate::{BundleType, CodeCheck, Conversion, Note, Options, Severity};
+use bumpalo::Bump;
+use bumpalo::collections::Vec as BVec;
 use fhir::TypeShape;
 use hl7v2::{Level, Message, Parts, Segment, Value};
 use std::borrow::Cow;
@@ -24,11 +26,11 @@ const MAX_DEPTH: usize = 6;
 type Groups<'p> = [(&'p str, u32)];
 
 /// One resource being built.
-struct Built {
+struct Built<'b> {
     key: Key,
     ty: TypeShape,
     id: String,
-    node: Node,
+    node: Node<'b>,
     /// The creating segment (its group instances are the resource's scope).
     creator: usize,
 }
@@ -36,13 +38,15 @@ struct Built {
 struct Ctx<'m, 'a> {
     msg: &'m Message<'a>,
     opts: &'m Options<'m>,
+    /// The arena of the tree being built (see [`crate::tree`]).
+    bump: &'m Bump,
     /// Identity of the message for ids: sender and control id.
     /// The hash of the identity, the first part of every id's hash.
     identity: Fnv,
-    resources: Vec<Built>,
+    resources: Vec<Built<'m>>,
     /// Resources built from a value (`assigner(Organization)`), deduplicated by content.
-    value_resources: Vec<(String, TypeShape, Node)>,
-    bundle: Node,
+    value_resources: Vec<(String, TypeShape, Node<'m>)>,
+    bundle: Node<'m>,
     notes: Notes,
     /// Spare row lists for [`Ctx::apply_map`] (which recurses), so that each call does not allocate its own.
     spare: Vec<Vec<u32>>,
@@ -488,8 +492,32 @@ impl Notes {
     }
 }
 
+thread_local! {
+    /// The arena a thread's conversions build their trees in, emptied after each (see [`crate::tree`]).
+    static ARENA: RefCell<Bump> = RefCell::new(Bump::new());
+}
+
+/// An arena that grew past this for one message is given back rather than kept for the next.
+const ARENA_KEPT: usize = 1 << 20;
+
 /// `report`: whether the report's information notes are written (see [`Notes`]).
 pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Conversion {
+    ARENA.with(|arena| match arena.try_borrow_mut() {
+        Ok(mut bump) => {
+            let out = convert_in(&bump, msg, opts, report);
+            if bump.allocated_bytes() > ARENA_KEPT {
+                *bump = Bump::new();
+            } else {
+                bump.reset();
+            }
+            out
+        }
+        // A conversion inside a conversion (a checker that converts): an arena of its own.
+        Err(_) => convert_in(&Bump::new(), msg, opts, report),
+    })
+}
+
+fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Conversion {
     let tree = msg.group_tree();
     let structure = tree.structure_id().unwrap_or("");
     let sender = msg.get("MSH-4").unwrap_or_default();
@@ -508,10 +536,11 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Co
     let mut ctx = Ctx {
         msg,
         opts,
+        bump,
         identity: Fnv::new().part(&identity),
         resources: Vec::new(),
         value_resources: Vec::new(),
-        bundle: Node::obj(),
+        bundle: Node::obj(bump),
         notes: Notes {
             list: Vec::new(),
             info: report,
@@ -725,7 +754,7 @@ fn choose_rows<'r>(
 /// Where a segment stands: its index, its group instances, and every segment's group instances.
 type Place<'x, 'p> = (usize, &'x Groups<'p>, &'x [Vec<(&'p str, u32)>]);
 
-impl<'a> Ctx<'_, 'a> {
+impl<'m, 'a> Ctx<'m, 'a> {
     fn note(&mut self, severity: Severity, path: impl fmt::Display, message: fmt::Arguments<'_>) {
         self.notes.add(severity, path, message);
     }
@@ -782,9 +811,9 @@ impl<'a> Ctx<'_, 'a> {
             &key.n.to_le_bytes(),
             &index.to_le_bytes(),
         ]);
-        let mut node = Node::obj();
-        node.member("resourceType", || Node::Str(ty.name().into()));
-        node.member("id", || Node::Str(id.clone().into()));
+        let mut node = Node::obj(self.bump);
+        node.member("resourceType", || Node::Str(ty.name()));
+        node.member("id", || Node::Str(self.bump.alloc_str(&id)));
         self.resources.push(Built {
             key: *key,
             ty,
@@ -816,7 +845,7 @@ impl<'a> Ctx<'_, 'a> {
             return;
         };
         if key.ty.name() == "Bundle" {
-            let mut bundle = std::mem::replace(&mut self.bundle, Node::obj());
+            let mut bundle = std::mem::replace(&mut self.bundle, Node::obj(self.bump));
             self.apply_map(
                 map,
                 src,
@@ -834,7 +863,7 @@ impl<'a> Ctx<'_, 'a> {
         let Some(i) = self.instance(place, key, creates, scope_depth) else {
             return;
         };
-        let mut node = std::mem::replace(&mut self.resources[i].node, Node::obj());
+        let mut node = std::mem::replace(&mut self.resources[i].node, Node::obj(self.bump));
         let ty = self.resources[i].ty;
         let base = fnv(&[&place.0.to_le_bytes(), map_name.as_bytes()]);
         self.apply_map(map, src, &mut node, ty, base, present, Some(mapped), 0);
@@ -862,13 +891,13 @@ impl<'a> Ctx<'_, 'a> {
         &mut self,
         map: &'static ElementMap,
         src: Src<'_, 'a>,
-        target: &mut Node,
+        target: &mut Node<'m>,
         ty: TypeShape,
         base: u64,
         present: &dyn Fn(&str) -> bool,
         mut mapped: Option<&mut [bool]>,
         depth: usize,
-    ) -> Option<Node> {
+    ) -> Option<Node<'m>> {
         if depth > MAX_DEPTH {
             return None;
         }
@@ -939,6 +968,7 @@ impl<'a> Ctx<'_, 'a> {
                             && let Some(node) = self.primitive_for(row, v, leaf, path)
                         {
                             write(
+                                self.bump,
                                 target,
                                 steps,
                                 resolved,
@@ -993,6 +1023,7 @@ impl<'a> Ctx<'_, 'a> {
                         );
                         if let Some(value) = value {
                             write(
+                                self.bump,
                                 target,
                                 steps,
                                 resolved,
@@ -1019,9 +1050,18 @@ impl<'a> Ctx<'_, 'a> {
                         if let Some(dt) = dt_map(row)
                             && let Some(url) = self.value_resource(dt, inner, present, depth)
                         {
-                            let mut r = Node::obj();
-                            r.member("reference", || Node::Str(url.into()));
-                            write(target, steps, resolved, rep_base, r, &mut self.notes, path);
+                            let mut r = Node::obj(self.bump);
+                            r.member("reference", || Node::Str(self.bump.alloc_str(&url)));
+                            write(
+                                self.bump,
+                                target,
+                                steps,
+                                resolved,
+                                rep_base,
+                                r,
+                                &mut self.notes,
+                                path,
+                            );
                         }
                     }
                     // Values written inside a referenced resource (`assigner(Organization[1].identifier[1]
@@ -1079,8 +1119,8 @@ impl<'a> Ctx<'_, 'a> {
         depth: usize,
     ) -> Option<String> {
         let ty = map.target.filter(|t| t.is_resource())?;
-        let mut node = Node::obj();
-        node.member("resourceType", || Node::Str(ty.name().into()));
+        let mut node = Node::obj(self.bump);
+        node.member("resourceType", || Node::Str(ty.name()));
         self.apply_map(
             map,
             src,
@@ -1106,7 +1146,7 @@ impl<'a> Ctx<'_, 'a> {
         let id = Self::id_of(h.end());
         if !self.value_resources.iter().any(|(i, _, _)| *i == id) {
             if let Node::Obj(fields) = &mut node {
-                fields.insert(1, ("id".into(), Node::Str(id.clone().into())));
+                fields.insert(1, ("id", Node::Str(self.bump.alloc_str(&id))));
             }
             self.value_resources.push((id.clone(), ty, node));
         }
@@ -1120,7 +1160,7 @@ impl<'a> Ctx<'_, 'a> {
         v: Value<'_>,
         ty: TypeShape,
         path: Label<'_>,
-    ) -> Option<Node> {
+    ) -> Option<Node<'m>> {
         let text = first_text_plain(v, self.msg.delimiters());
         // The row's own FHIR type, when it names a primitive (`CWE[code]`'s `$value` is a `code`).
         let ty = row.fhir_primitive.unwrap_or(ty);
@@ -1133,7 +1173,7 @@ impl<'a> Ctx<'_, 'a> {
         ty: TypeShape,
         row: &ElementRow,
         path: Label<'_>,
-    ) -> Option<Node> {
+    ) -> Option<Node<'m>> {
         let mut text = text;
         if let Some(vocab) = &row.vocabulary {
             match maps().vocabulary(vocab, text) {
@@ -1147,7 +1187,7 @@ impl<'a> Ctx<'_, 'a> {
                 ),
             }
         }
-        let (node, unfit) = value::convert(text, ty);
+        let (node, unfit) = value::convert(self.bump, text, ty);
         match unfit {
             Some(Unfit::Invalid) => self.note(
                 Severity::Warning,
@@ -1181,7 +1221,7 @@ impl<'a> Ctx<'_, 'a> {
         present: &dyn Fn(&str) -> bool,
         path: Label<'_>,
         depth: usize,
-    ) -> Option<Node> {
+    ) -> Option<Node<'m>> {
         let leaf = resolved.leaf(steps)?;
         if let Some(parts) = &row.assignment {
             let mut text = String::new();
@@ -1195,21 +1235,21 @@ impl<'a> Ctx<'_, 'a> {
                     }
                 }
             }
-            return value::convert(&text, leaf).0;
+            return value::convert(self.bump, &text, leaf).0;
         }
         if row.data_type_map.is_some() {
             let map = dt_map(row)?;
             if leaf.name() == "Reference" {
                 let url = self.value_resource(map, inner, present, depth)?;
-                let mut r = Node::obj();
-                r.member("reference", || Node::Str(url.into()));
+                let mut r = Node::obj(self.bump);
+                r.member("reference", || Node::Str(self.bump.alloc_str(&url)));
                 return Some(r);
             }
             if leaf.json_kind() != fhir::JsonKind::Object {
                 let prim = self.apply_map(
                     map,
                     inner,
-                    &mut Node::obj(),
+                    &mut Node::obj(self.bump),
                     leaf,
                     0,
                     present,
@@ -1218,12 +1258,12 @@ impl<'a> Ctx<'_, 'a> {
                 );
                 return match prim {
                     Some(Node::Str(s)) if row.vocabulary.is_some() => {
-                        self.convert_primitive(&s, leaf, row, path)
+                        self.convert_primitive(s, leaf, row, path)
                     }
                     other => other,
                 };
             }
-            let mut obj = Node::obj();
+            let mut obj = Node::obj(self.bump);
             self.apply_map(
                 map,
                 inner,
@@ -1266,9 +1306,9 @@ impl<'a> Ctx<'_, 'a> {
 
     /// A vocabulary map on a CodeableConcept or Coding: the v2 code's FHIR coding is put first, the code as sent
     /// kept after it.
-    fn map_codings(&mut self, obj: &mut Node, vocab: &str, path: Label<'_>) {
+    fn map_codings(&mut self, obj: &mut Node<'m>, vocab: &str, path: Label<'_>) {
         let Node::Obj(fields) = obj else { return };
-        let codings: Vec<&mut Node> = match fields.iter_mut().find(|(k, _)| k == "coding") {
+        let codings: Vec<&mut Node> = match fields.iter_mut().find(|(k, _)| *k == "coding") {
             Some((_, Node::Arr(items))) => items.iter_mut().map(|(_, n)| n).collect(),
             _ => vec![obj],
         };
@@ -1279,12 +1319,12 @@ impl<'a> Ctx<'_, 'a> {
             };
             match maps().vocabulary(vocab, &code) {
                 Some(m) if !m.code.is_empty() => {
-                    let mut mapped = vec![
-                        ("system".into(), Node::Str(m.system.into())),
-                        ("code".into(), Node::Str(m.code.into())),
+                    let mut mapped = bumpalo::vec![in self.bump;
+                        ("system", Node::Str(m.system)),
+                        ("code", Node::Str(m.code)),
                     ];
                     if !m.display.is_empty() {
-                        mapped.push(("display".into(), Node::Str(m.display.into())));
+                        mapped.push(("display", Node::Str(m.display)));
                     }
                     if let Node::Obj(f) = c {
                         *f = mapped;
@@ -1334,9 +1374,9 @@ impl<'a> Ctx<'_, 'a> {
         // The path was resolved against `from`'s type, which is the type of every instance found for it.
         debug_assert_eq!(self.resources[f].ty, resolved.ty);
         let url = Self::full_url(&self.resources[t].id);
-        let mut r = Node::obj();
-        r.member("reference", || Node::Str(url.into()));
-        let mut node = std::mem::replace(&mut self.resources[f].node, Node::obj());
+        let mut r = Node::obj(self.bump);
+        r.member("reference", || Node::Str(self.bump.alloc_str(&url)));
+        let mut node = std::mem::replace(&mut self.resources[f].node, Node::obj(self.bump));
         let tag = fnv(&[
             b"link",
             &index.to_le_bytes(),
@@ -1348,6 +1388,7 @@ impl<'a> Ctx<'_, 'a> {
             info: false,
         };
         write(
+            self.bump,
             &mut node,
             path,
             resolved,
@@ -1365,14 +1406,14 @@ impl<'a> Ctx<'_, 'a> {
                 check_codes(&mut b.node, checker, &mut self.notes, b.key.ty.name());
             }
         }
-        let mut bundle = std::mem::replace(&mut self.bundle, Node::obj());
+        let mut bundle = std::mem::replace(&mut self.bundle, Node::obj(self.bump));
         let Node::Obj(bfields) = &mut bundle else {
             unreachable!("the bundle is an object")
         };
-        let given: Vec<(Text, Node)> = std::mem::take(bfields);
+        let given = std::mem::replace(bfields, BVec::new_in(self.bump));
         let bundle_id = self.make_id(&[b"Bundle"]);
-        bfields.push(("resourceType".into(), Node::Str("Bundle".into())));
-        bfields.push(("id".into(), Node::Str(bundle_id.into())));
+        bfields.push(("resourceType", Node::Str("Bundle")));
+        bfields.push(("id", Node::Str(self.bump.alloc_str(&bundle_id))));
         for (k, v) in given {
             if k != "type" && k != "resourceType" && k != "id" {
                 bfields.push((k, v));
@@ -1383,7 +1424,7 @@ impl<'a> Ctx<'_, 'a> {
             BundleType::Transaction => "transaction",
             BundleType::Collection => "collection",
         };
-        bfields.push(("type".into(), Node::Str(ty.into())));
+        bfields.push(("type", Node::Str(ty)));
         // MessageHeader first (a message Bundle requires it), then resources in the order the message built them.
         let mut entries: Vec<(String, &'static str, Node)> = Vec::new();
         let mut resources = std::mem::take(&mut self.resources);
@@ -1423,9 +1464,9 @@ impl<'a> Ctx<'_, 'a> {
             let ty = TypeShape::resource("MessageHeader").expect("MessageHeader is an R4 resource");
             let key = Key { ty, n: 1 };
             let id = self.make_id(&[b"MessageHeader"]);
-            let mut node = Node::obj();
-            node.member("resourceType", || Node::Str("MessageHeader".into()));
-            node.member("id", || Node::Str(id.clone().into()));
+            let mut node = Node::obj(self.bump);
+            node.member("resourceType", || Node::Str("MessageHeader"));
+            node.member("id", || Node::Str(self.bump.alloc_str(&id)));
             resources.push(Built {
                 key,
                 ty,
@@ -1458,18 +1499,20 @@ impl<'a> Ctx<'_, 'a> {
             let mut node = o;
             node.prune();
             if let Node::Obj(f) = &mut node {
-                f.insert(1, ("id".into(), Node::Str(id.clone().into())));
+                f.insert(1, ("id", Node::Str(self.bump.alloc_str(&id))));
             }
             entries.push((id, "OperationOutcome", node));
         }
-        let mut items = Vec::with_capacity(entries.len());
+        let mut items = BVec::with_capacity_in(entries.len(), self.bump);
         // Every resource is pruned already (the message's in the loop above, the value resources when built, the
         // OperationOutcome when built), and pruning twice changes nothing.
         for (i, (id, ty, node)) in entries.into_iter().enumerate() {
-            let mut e = Node::obj();
-            e.member("fullUrl", || Node::Str(Self::full_url(&id).into()));
+            let mut e = Node::obj(self.bump);
+            e.member("fullUrl", || {
+                Node::Str(self.bump.alloc_str(&Self::full_url(&id)))
+            });
             if self.opts.bundle == BundleType::Transaction {
-                let request = transaction_request(ty, &node);
+                let request = transaction_request(self.bump, ty, &node);
                 e.member("resource", || node);
                 e.member("request", || request);
             } else {
@@ -1483,10 +1526,12 @@ impl<'a> Ctx<'_, 'a> {
         if let Node::Obj(f) = &mut bundle
             && !items.is_empty()
         {
-            f.push(("entry".into(), Node::Arr(items)));
+            f.push(("entry", Node::Arr(items)));
         }
         let mut json = Vec::with_capacity(16 * 1024);
         bundle.write_json(&mut json);
+        // The tree is the arena's (its vectors and strings): it goes with the arena, not node by node.
+        std::mem::forget(bundle);
         Conversion {
             json,
             notes: self.notes.list,
@@ -1494,38 +1539,35 @@ impl<'a> Ctx<'_, 'a> {
     }
 
     /// Warnings and errors as an OperationOutcome for the Bundle (information stays in the report).
-    fn outcome(&self) -> Option<Node> {
-        let issues: Vec<(u64, Node)> = self
+    fn outcome(&self) -> Option<Node<'m>> {
+        let mut issues = BVec::new_in(self.bump);
+        let warnings = self
             .notes
             .list
             .iter()
             .filter(|n| n.severity >= Severity::Warning)
-            .enumerate()
-            .map(|(i, n)| {
-                let mut issue = Node::obj();
-                issue.member("severity", || Node::Str(n.severity.as_str().into()));
-                issue.member("code", || {
-                    Node::Str(
-                        if n.message.contains("not valid") {
-                            "code-invalid"
-                        } else {
-                            "not-supported"
-                        }
-                        .into(),
-                    )
-                });
-                issue.member("diagnostics", || Node::Str(n.message.clone().into()));
-                issue.member("expression", || {
-                    Node::Arr(vec![(0, Node::Str(n.path.clone().into()))])
-                });
-                (i as u64, issue)
-            })
-            .collect();
+            .enumerate();
+        issues.extend(warnings.map(|(i, n)| {
+            let mut issue = Node::obj(self.bump);
+            issue.member("severity", || Node::Str(n.severity.as_str()));
+            issue.member("code", || {
+                Node::Str(if n.message.contains("not valid") {
+                    "code-invalid"
+                } else {
+                    "not-supported"
+                })
+            });
+            issue.member("diagnostics", || Node::Str(self.bump.alloc_str(&n.message)));
+            issue.member("expression", || {
+                Node::Arr(bumpalo::vec![in self.bump; (0, Node::Str(self.bump.alloc_str(&n.path)))])
+            });
+            (i as u64, issue)
+        }));
         if issues.is_empty() {
             return None;
         }
-        let mut o = Node::obj();
-        o.member("resourceType", || Node::Str("OperationOutcome".into()));
+        let mut o = Node::obj(self.bump);
+        o.member("resourceType", || Node::Str("OperationOutcome"));
         o.member("issue", || Node::Arr(issues));
         Some(o)
     }
@@ -1536,7 +1578,7 @@ fn collect_refs<'n>(n: &'n Node, out: &mut Vec<&'n str>) {
         Node::Obj(f) => {
             for (k, v) in f {
                 match v {
-                    Node::Str(s) if k == "reference" => out.push(s),
+                    Node::Str(s) if *k == "reference" => out.push(s),
                     _ => collect_refs(v, out),
                 }
             }
@@ -1552,7 +1594,7 @@ fn drop_identifiers_without_value(n: &mut Node) {
     match n {
         Node::Obj(fields) => {
             for (k, v) in fields.iter_mut() {
-                if let (true, Node::Arr(items)) = (k.as_ref() == "identifier", &mut *v) {
+                if let (true, Node::Arr(items)) = (*k == "identifier", &mut *v) {
                     items.retain(|(_, it)| it.get_str("value").is_some());
                 }
                 drop_identifiers_without_value(v);
@@ -1586,14 +1628,14 @@ fn required_status(b: &mut Built, notes: &mut Notes) {
     };
     if fields
         .iter()
-        .any(|(k, _)| k.as_ref() == "status" || k.as_ref() == "_status")
+        .any(|(k, _)| *k == "status" || *k == "_status")
     {
         return;
     }
     if !crate::maps::required_codes(name, "status").is_some_and(|c| c.contains(&"unknown")) {
         return;
     }
-    fields.push(("status".into(), Node::Str("unknown".into())));
+    fields.push(("status", Node::Str("unknown")));
     notes.add(
         Severity::Information,
         name,
@@ -1638,12 +1680,12 @@ fn clean_extensions(n: &mut Node) {
 }
 
 /// A transaction entry's request: a conditional create on the resource's first business identifier.
-fn transaction_request(ty: &'static str, node: &Node) -> Node {
-    let mut req = Node::obj();
-    req.member("method", || Node::Str("POST".into()));
-    req.member("url", || Node::Str(ty.into()));
+fn transaction_request<'b>(bump: &'b Bump, ty: &'static str, node: &Node<'b>) -> Node<'b> {
+    let mut req = Node::obj(bump);
+    req.member("method", || Node::Str("POST"));
+    req.member("url", || Node::Str(ty));
     if let Node::Obj(fields) = node
-        && let Some((_, Node::Arr(ids))) = fields.iter().find(|(k, _)| k == "identifier")
+        && let Some((_, Node::Arr(ids))) = fields.iter().find(|(k, _)| *k == "identifier")
         && let Some((_, first)) = ids.first()
         && let Some(value) = first.get_str("value")
     {
@@ -1651,7 +1693,7 @@ fn transaction_request(ty: &'static str, node: &Node) -> Node {
             Some(s) => format!("identifier={}|{}", query_escape(s), query_escape(value)),
             None => format!("identifier={}", query_escape(value)),
         };
-        req.member("ifNoneExist", || Node::Str(q.into()));
+        req.member("ifNoneExist", || Node::Str(bump.alloc_str(&q)));
     }
     req
 }
@@ -1705,12 +1747,14 @@ fn first_text(v: Value<'_>) -> Cow<'_, str> {
 /// Writes `value` at `steps` under `target` (an object of type `resolved.ty`, the steps resolved against it).
 /// Repeating elements get the item tagged by the step's slot and `base` (the v2 repetition and map
 /// application), so rows that share a slot share an item.
-fn write(
-    target: &mut Node,
+#[allow(clippy::too_many_arguments)]
+fn write<'b>(
+    bump: &'b Bump,
+    target: &mut Node<'b>,
     steps: &[Step],
     resolved: &Resolved,
     base: u64,
-    value: Node,
+    value: Node<'b>,
     notes: &mut Notes,
     path: Label<'_>,
 ) {
@@ -1750,10 +1794,10 @@ fn write(
         // element the row maps, which `path` names.
         tag = step_tag(tag, s, path);
         let next = if e.many {
-            node.member(s.name, || Node::Arr(Vec::new()))
-                .and_then(|a| a.slot(tag, Node::obj))
+            node.member(s.name, || Node::arr(bump))
+                .and_then(|a| a.slot(tag, || Node::obj(bump)))
         } else {
-            node.member(s.name, Node::obj)
+            node.member(s.name, || Node::obj(bump))
         };
         let Some(next) = next else { return };
         node = next;
@@ -1802,14 +1846,14 @@ fn write(
             if e.many {
                 return;
             }
-            let mut ext = Node::obj();
+            let mut ext = Node::obj(bump);
             ext.member("url", || {
-                Node::Str("http://hl7.org/fhir/StructureDefinition/originalText".into())
+                Node::Str("http://hl7.org/fhir/StructureDefinition/originalText")
             });
             ext.member("valueString", || Node::Str(code));
-            let mut prim = Node::obj();
-            prim.member("extension", || Node::Arr(vec![(0, ext)]));
-            node.set_if_absent(format!("_{}", last.name).into(), prim);
+            let mut prim = Node::obj(bump);
+            prim.member("extension", || Node::Arr(bumpalo::vec![in bump; (0, ext)]));
+            node.set_if_absent(bump.alloc_str(&format!("_{}", last.name)), prim);
             return;
         }
         v => v,
@@ -1818,7 +1862,7 @@ fn write(
         // The same tag as a path that goes through this element (`identifier[1]` here and in
         // `identifier[1].type.coding.code`), so that both rows fill one item.
         let tag = step_tag(tag, last, path);
-        if let Some(Node::Arr(items)) = node.member(last.name, || Node::Arr(Vec::new())) {
+        if let Some(Node::Arr(items)) = node.member(last.name, || Node::arr(bump)) {
             match items.iter_mut().find(|(t, _)| *t == tag) {
                 None => items.push((tag, value)),
                 // Objects merge; a primitive item keeps the first value written.
@@ -1834,7 +1878,7 @@ fn write(
                 Some(_) => {}
             }
         }
-    } else if let Some(existing) = node.member(last.name, || Node::Obj(Vec::new())) {
+    } else if let Some(existing) = node.member(last.name, || Node::obj(bump)) {
         // Objects merge (two rows filling one Reference or Period); a primitive keeps the first value written.
         let fresh = matches!(existing, Node::Obj(f) if f.is_empty());
         match (existing, value) {
@@ -1883,7 +1927,7 @@ fn other_choice_present(
         return false;
     };
     fields.iter().any(|(k, _)| {
-        k != name && k.starts_with(base) && t.element(k).is_some_and(|o| o.choice == Some(base))
+        *k != name && k.starts_with(base) && t.element(k).is_some_and(|o| o.choice == Some(base))
     })
 }
 
@@ -1893,12 +1937,12 @@ fn fix_systems(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
         Node::Obj(fields) => {
             let mut drop = false;
             for (k, v) in fields.iter_mut() {
-                if k == "system" {
+                if *k == "system" {
                     if let Node::Str(s) = v
                         && !s.contains(':')
                     {
                         match system_uri(s) {
-                            Some(u) => *s = Cow::Borrowed(u),
+                            Some(u) => *s = u,
                             None => {
                                 notes.add(Severity::Warning, path, format_args!("{path}: coding system {s:?} has no known FHIR URI; the code is kept without a system"));
                                 drop = true;
@@ -1911,7 +1955,7 @@ fn fix_systems(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
             }
             if drop {
                 fields.retain(|(k, v)| {
-                    !(k == "system" && matches!(v, Node::Str(s) if !s.contains(':')))
+                    !(*k == "system" && matches!(v, Node::Str(s) if !s.contains(':')))
                 });
             }
         }
@@ -1928,14 +1972,14 @@ fn check_codes(node: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut No
     match node {
         Node::Obj(fields) => {
             for (k, v) in fields.iter_mut() {
-                let is_coding_list = k == "coding";
+                let is_coding_list = *k == "coding";
                 match v {
                     Node::Arr(items) if is_coding_list => {
                         for (_, c) in items.iter_mut() {
                             check_one(c, checker, notes, at);
                         }
                     }
-                    Node::Obj(_) if k == "class" => check_one(v, checker, notes, at),
+                    Node::Obj(_) if *k == "class" => check_one(v, checker, notes, at),
                     _ => check_codes(v, checker, notes, at),
                 }
             }
@@ -1958,7 +2002,12 @@ fn check_one(c: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Notes, 
             if let Some(d) = display
                 && c.get_str("display").is_none()
             {
-                c.set_if_absent("display".into(), Node::Str(d.into()));
+                // The arena the coding's members live in.
+                let bump = match c {
+                    Node::Obj(f) => f.bump(),
+                    _ => return,
+                };
+                c.set_if_absent("display", Node::Str(bump.alloc_str(&d)));
             }
         }
         CodeCheck::Invalid { message } => notes.add(

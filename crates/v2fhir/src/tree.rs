@@ -1,40 +1,49 @@
 //! The resources under construction: a small ordered JSON tree that knows which array item each of the guide's
 //! instance numbers (`identifier[2]`) and v2 repetitions went to, written out as FHIR JSON directly.
+//!
+//! The tree lives in an arena ([`bumpalo::Bump`]) for one conversion: an ORU^R01 builds a few hundred objects,
+//! arrays and strings, which the arena hands out without a call to the allocator each and frees at once when
+//! the conversion ends (the tree is never dropped node by node).
 
-use std::borrow::Cow;
+use bumpalo::Bump;
+use bumpalo::collections::Vec as BVec;
 
 /// A member name or string value: most come from the compiled maps and the FHIR definitions (static, not
-/// copied), the rest from the message.
-pub(crate) type Text = Cow<'static, str>;
+/// copied), the rest from the message or built (copied into the arena).
+pub(crate) type Text<'b> = &'b str;
 
 /// A JSON value being built.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Node {
-    Obj(Vec<(Text, Node)>),
+pub(crate) enum Node<'b> {
+    Obj(BVec<'b, (Text<'b>, Node<'b>)>),
     /// Items with the slot tag that placed them (see [`Node::slot`]).
-    Arr(Vec<(u64, Node)>),
-    Str(Text),
+    Arr(BVec<'b, (u64, Node<'b>)>),
+    Str(Text<'b>),
     /// A number, written as its lexical form.
-    Num(Box<str>),
+    Num(Text<'b>),
     Bool(bool),
 }
 
-impl Node {
-    pub(crate) fn obj() -> Node {
-        Node::Obj(Vec::new())
+impl<'b> Node<'b> {
+    pub(crate) fn obj(bump: &'b Bump) -> Node<'b> {
+        Node::Obj(BVec::new_in(bump))
+    }
+
+    pub(crate) fn arr(bump: &'b Bump) -> Node<'b> {
+        Node::Arr(BVec::new_in(bump))
     }
 
     /// The member `name` of an object, created by `make` when missing. `None` when this is not an object.
     pub(crate) fn member(
         &mut self,
         name: &'static str,
-        make: impl FnOnce() -> Node,
-    ) -> Option<&mut Node> {
+        make: impl FnOnce() -> Node<'b>,
+    ) -> Option<&mut Node<'b>> {
         let Node::Obj(fields) = self else { return None };
         let i = match fields.iter().position(|(k, _)| same(k, name)) {
             Some(i) => i,
             None => {
-                fields.push((Cow::Borrowed(name), make()));
+                fields.push((name, make()));
                 fields.len() - 1
             }
         };
@@ -43,7 +52,11 @@ impl Node {
 
     /// The array item tagged `tag`, appended (built by `make`) when no item has it. `None` when this is not an
     /// array.
-    pub(crate) fn slot(&mut self, tag: u64, make: impl FnOnce() -> Node) -> Option<&mut Node> {
+    pub(crate) fn slot(
+        &mut self,
+        tag: u64,
+        make: impl FnOnce() -> Node<'b>,
+    ) -> Option<&mut Node<'b>> {
         let Node::Arr(items) = self else { return None };
         let i = match items.iter().position(|(t, _)| *t == tag) {
             Some(i) => i,
@@ -57,7 +70,7 @@ impl Node {
 
     /// Sets member `name` unless it is already set (the first row to write an element wins, as the guide's
     /// alternatives are listed in order of preference). Returns whether it was set.
-    pub(crate) fn set_if_absent(&mut self, name: Text, value: Node) -> bool {
+    pub(crate) fn set_if_absent(&mut self, name: Text<'b>, value: Node<'b>) -> bool {
         let Node::Obj(fields) = self else {
             return false;
         };
@@ -73,9 +86,9 @@ impl Node {
         let Node::Obj(fields) = self else { return None };
         fields
             .iter()
-            .find(|(k, _)| k == name)
+            .find(|(k, _)| *k == name)
             .and_then(|(_, v)| match v {
-                Node::Str(s) => Some(&**s),
+                Node::Str(s) => Some(*s),
                 _ => None,
             })
     }
@@ -278,11 +291,12 @@ mod tests {
 
     #[test]
     fn prunes_and_writes() {
-        let mut n = Node::obj();
-        n.member("a", || Node::Arr(Vec::new()))
-            .and_then(|a| a.slot(1, Node::obj))
-            .and_then(|o| o.member("x", || Node::Str("q\"\u{1}".into())));
-        n.member("empty", Node::obj);
+        let bump = Bump::new();
+        let mut n = Node::obj(&bump);
+        n.member("a", || Node::arr(&bump))
+            .and_then(|a| a.slot(1, || Node::obj(&bump)))
+            .and_then(|o| o.member("x", || Node::Str("q\"\u{1}")));
+        n.member("empty", || Node::obj(&bump));
         assert!(!n.prune());
         let mut out = Vec::new();
         n.write_json(&mut out);

@@ -2,6 +2,8 @@
 //! `boolean`. A value that does not fit its FHIR type is not written; the caller reports it with its path.
 
 use crate::tree::Node;
+use bumpalo::Bump;
+use bumpalo::collections::String as BString;
 use fhir::{JsonKind, TypeShape};
 
 /// Why a value could not be written.
@@ -14,23 +16,24 @@ pub(crate) enum Unfit {
 }
 
 /// The FHIR primitive for `text` as `ty`, or why it does not fit. A `TimeWithoutZone` still yields the date.
-pub(crate) fn convert(text: &str, ty: TypeShape) -> (Option<Node>, Option<Unfit>) {
+pub(crate) fn convert<'b>(
+    bump: &'b Bump,
+    text: &str,
+    ty: TypeShape,
+) -> (Option<Node<'b>>, Option<Unfit>) {
     let text = text.trim();
     if text.is_empty() {
         return (None, None);
     }
     match ty.name() {
         "date" => match dtm(text) {
-            Some(d) => (Some(Node::Str(d.date().into())), None),
+            Some(d) => (Some(Node::Str(d.date(bump))), None),
             None => (None, Some(Unfit::Invalid)),
         },
         "dateTime" => match dtm(text) {
-            Some(d) => match d.date_time() {
-                Some(s) => (Some(Node::Str(s.into())), None),
-                None => (
-                    Some(Node::Str(d.date().into())),
-                    Some(Unfit::TimeWithoutZone),
-                ),
+            Some(d) => match d.date_time(bump) {
+                Some(s) => (Some(Node::Str(s)), None),
+                None => (Some(Node::Str(d.date(bump))), Some(Unfit::TimeWithoutZone)),
             },
             None => (None, Some(Unfit::Invalid)),
         },
@@ -41,18 +44,18 @@ pub(crate) fn convert(text: &str, ty: TypeShape) -> (Option<Node>, Option<Unfit>
                 .replace('<', "&lt;")
                 .replace('>', "&gt;");
             (
-                Some(Node::Str(
-                    format!("<div xmlns=\"http://www.w3.org/1999/xhtml\">{escaped}</div>").into(),
-                )),
+                Some(Node::Str(bump.alloc_str(&format!(
+                    "<div xmlns=\"http://www.w3.org/1999/xhtml\">{escaped}</div>"
+                )))),
                 None,
             )
         }
-        "instant" => match dtm(text).and_then(|d| d.instant()) {
-            Some(s) => (Some(Node::Str(s.into())), None),
+        "instant" => match dtm(text).and_then(|d| d.instant(bump)) {
+            Some(s) => (Some(Node::Str(s)), None),
             None => (None, Some(Unfit::Invalid)),
         },
         "time" => match time(text) {
-            Some(t) => (Some(Node::Str(t.into())), None),
+            Some(t) => (Some(Node::Str(bump.alloc_str(&t))), None),
             None => (None, Some(Unfit::Invalid)),
         },
         "boolean" => match text {
@@ -61,7 +64,7 @@ pub(crate) fn convert(text: &str, ty: TypeShape) -> (Option<Node>, Option<Unfit>
             _ => (None, Some(Unfit::Invalid)),
         },
         "decimal" => match decimal(text) {
-            Some(d) => (Some(Node::Num(d.into())), None),
+            Some(d) => (Some(Node::Num(bump.alloc_str(&d))), None),
             None => (None, Some(Unfit::Invalid)),
         },
         "integer" | "positiveInt" | "unsignedInt" => {
@@ -71,7 +74,10 @@ pub(crate) fn convert(text: &str, ty: TypeShape) -> (Option<Node>, Option<Unfit>
                 _ => i32::try_from(n).is_ok(),
             });
             if ok {
-                (Some(Node::Num(text.trim_start_matches('+').into())), None)
+                (
+                    Some(Node::Num(bump.alloc_str(text.trim_start_matches('+')))),
+                    None,
+                )
             } else {
                 (None, Some(Unfit::Invalid))
             }
@@ -87,12 +93,12 @@ pub(crate) fn convert(text: &str, ty: TypeShape) -> (Option<Node>, Option<Unfit>
                 !text.contains("  ")
             };
             if ok {
-                (Some(Node::Str(text.to_string().into())), None)
+                (Some(Node::Str(bump.alloc_str(text))), None)
             } else {
                 (None, Some(Unfit::Invalid))
             }
         }
-        _ if ty.json_kind() == JsonKind::String => (Some(Node::Str(text.to_string().into())), None),
+        _ if ty.json_kind() == JsonKind::String => (Some(Node::Str(bump.alloc_str(text))), None),
         _ => (None, Some(Unfit::Invalid)),
     }
 }
@@ -154,14 +160,15 @@ fn dtm(text: &str) -> Option<Dtm<'_>> {
 }
 
 impl Dtm<'_> {
-    fn date(&self) -> String {
-        // Written piece by piece (`format!` costs more than the date): `YYYY`, `YYYY-MM`, `YYYY-MM-DD`.
-        let mut s = String::with_capacity(32);
+    fn date<'b>(&self, bump: &'b Bump) -> &'b str {
+        // Written piece by piece into the arena (`format!` costs more than the date): `YYYY`, `YYYY-MM`,
+        // `YYYY-MM-DD`.
+        let mut s = BString::with_capacity_in(10, bump);
         self.push_date(&mut s);
-        s
+        s.into_bump_str()
     }
 
-    fn push_date(&self, s: &mut String) {
+    fn push_date(&self, s: &mut BString<'_>) {
         let d = self.digits;
         match d.len() {
             4 => s.push_str(d),
@@ -181,26 +188,26 @@ impl Dtm<'_> {
     }
 
     /// `None` when the value has a time but no zone.
-    fn date_time(&self) -> Option<String> {
+    fn date_time<'b>(&self, bump: &'b Bump) -> Option<&'b str> {
         if self.digits.len() <= 8 {
-            return Some(self.date());
+            return Some(self.date(bump));
         }
         let zone = self.zone?;
-        Some(self.with_time(zone))
+        Some(self.with_time(zone, bump))
     }
 
     /// An instant needs a zone and at least minutes (seconds default to 00: the v2 value said no more).
-    fn instant(&self) -> Option<String> {
+    fn instant<'b>(&self, bump: &'b Bump) -> Option<&'b str> {
         (self.digits.len() >= 12).then_some(())?;
-        Some(self.with_time(self.zone?))
+        Some(self.with_time(self.zone?, bump))
     }
 
-    fn with_time(&self, zone: &str) -> String {
+    fn with_time<'b>(&self, zone: &str, bump: &'b Bump) -> &'b str {
         let d = self.digits;
         let mm = d.get(10..12).unwrap_or("00");
         let ss = d.get(12..14).unwrap_or("00");
         // `{date}T{hh}:{mm}:{ss}`, written piece by piece.
-        let mut s = String::with_capacity(32);
+        let mut s = BString::with_capacity_in(32, bump);
         self.push_date(&mut s);
         s.push('T');
         s.push_str(&d[8..10]);
@@ -215,7 +222,7 @@ impl Dtm<'_> {
         s.push_str(&zone[..3]);
         s.push(':');
         s.push_str(&zone[3..]);
-        s
+        s.into_bump_str()
     }
 }
 
@@ -270,38 +277,31 @@ fn decimal(text: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn conv(text: &str, ty: &str) -> (Option<Node>, Option<Unfit>) {
-        convert(text, TypeShape::named(ty).unwrap())
+    fn conv(text: &str, ty: &str) -> (Option<Node<'static>>, Option<Unfit>) {
+        // A leaked arena per call: a handful of small values in a test.
+        let bump: &'static Bump = Box::leak(Box::new(Bump::new()));
+        convert(bump, text, TypeShape::named(ty).unwrap())
     }
 
     #[test]
     fn dates_follow_fhir() {
-        assert_eq!(
-            conv("19800315", "date").0,
-            Some(Node::Str("1980-03-15".into()))
-        );
+        assert_eq!(conv("19800315", "date").0, Some(Node::Str("1980-03-15")));
         assert_eq!(
             conv("198003151200", "date").0,
-            Some(Node::Str("1980-03-15".into()))
+            Some(Node::Str("1980-03-15"))
         );
         assert_eq!(
             conv("20240315143000+0100", "dateTime").0,
-            Some(Node::Str("2024-03-15T14:30:00+01:00".into()))
+            Some(Node::Str("2024-03-15T14:30:00+01:00"))
         );
         assert_eq!(
             conv("20240315143000", "dateTime"),
-            (
-                Some(Node::Str("2024-03-15".into())),
-                Some(Unfit::TimeWithoutZone)
-            )
+            (Some(Node::Str("2024-03-15")), Some(Unfit::TimeWithoutZone))
         );
         assert_eq!(conv("20241315", "date"), (None, Some(Unfit::Invalid)));
         assert_eq!(conv("20170229", "date"), (None, Some(Unfit::Invalid)));
-        assert_eq!(
-            conv("20000229", "date").0,
-            Some(Node::Str("2000-02-29".into()))
-        );
-        assert_eq!(conv("+007.50", "decimal").0, Some(Node::Num("7.50".into())));
+        assert_eq!(conv("20000229", "date").0, Some(Node::Str("2000-02-29")));
+        assert_eq!(conv("+007.50", "decimal").0, Some(Node::Num("7.50")));
         assert_eq!(conv("1e", "decimal"), (None, Some(Unfit::Invalid)));
         assert_eq!(conv("Y", "boolean").0, Some(Node::Bool(true)));
         assert_eq!(conv("0", "positiveInt"), (None, Some(Unfit::Invalid)));
