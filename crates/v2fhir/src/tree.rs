@@ -208,38 +208,48 @@ pub(crate) fn write_str<S: Sink>(s: &str, out: &mut S) {
 }
 
 /// The first byte that needs an escape in a JSON string (a control character, `"` or `\\`). Eight bytes are
-/// tested at a time (a word per step rather than three comparisons per byte), then the byte is found in the
-/// word that has one.
+/// tested at a time (a word per step rather than three comparisons per byte), the last word overlapping the one
+/// before it and a string shorter than a word padded with spaces, so that no string is walked byte by byte
+/// unless it has such a byte (the strings written are short: a code, a date, a name).
 fn escape_at(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    /// Whether a byte of `w` is below `n` (n <= 128): the classic `hasless` test, exact for "any".
-    fn less(w: u64, n: u8) -> u64 {
-        w.wrapping_sub(ONES * u64::from(n)) & !w & HIGH
+    /// Whether a byte of `w` needs an escape: below 0x20 (the classic `hasless` test, exact for "any"), or `"`
+    /// or `\\` (`haszero` of the word xor the byte).
+    fn any_escape(w: u64) -> bool {
+        let less = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+        let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+        less | zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\'))) != 0
     }
-    fn zero(w: u64) -> u64 {
-        w.wrapping_sub(ONES) & !w & HIGH
-    }
-    let is_escape = |c: u8| c < 0x20 || c == b'"' || c == b'\\';
-    let mut chunks = bytes.chunks_exact(8);
-    let mut at = 0;
-    for c in chunks.by_ref() {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        if less(w, 0x20) | zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\')))
-            != 0
-        {
-            // The test has no false positive without a true one in the same word; found by bytes regardless.
-            if let Some(i) = c.iter().position(|&b| is_escape(b)) {
-                return Some(at + i);
+    let word = |i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[i..i + 8]);
+        u64::from_le_bytes(w)
+    };
+    let n = bytes.len();
+    let found = if n < 8 {
+        let mut w = [b' '; 8];
+        w[..n].copy_from_slice(bytes);
+        any_escape(u64::from_le_bytes(w))
+    } else {
+        let mut i = 0;
+        let mut hit = false;
+        while i + 8 <= n {
+            if any_escape(word(i)) {
+                hit = true;
+                break;
             }
+            i += 8;
         }
-        at += 8;
+        hit || (i < n && any_escape(word(n - 8)))
+    };
+    if !found {
+        return None;
     }
-    chunks
-        .remainder()
+    // The test has no false positive without a true one in the same word: found by bytes.
+    bytes
         .iter()
-        .position(|&b| is_escape(b))
-        .map(|i| at + i)
+        .position(|&c| c < 0x20 || c == b'"' || c == b'\\')
 }
 
 /// FNV-1a, 64 bits: slot tags and deterministic resource ids. Stable across runs and platforms (unlike the
