@@ -2042,3 +2042,48 @@ pub(crate) fn json_str(s: &str) -> String {
     write_str(s, &mut out);
     String::from_utf8(out).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ORU: &[u8] = include_bytes!("../../../bench/hl7v2/messages/oru_r01.hl7");
+
+    fn bundle(bytes: &[u8]) -> Vec<u8> {
+        convert(&Message::parse(bytes), &Options::default(), false).json
+    }
+
+    /// The thread's arena is emptied after each message, and given back when one message grew it past
+    /// [`ARENA_KEPT`]: a large message neither changes the next message's Bundle nor stays in memory.
+    #[test]
+    fn the_arena_is_emptied_after_each_message_and_a_large_one_is_given_back() {
+        let alone = bundle(ORU);
+        assert!(alone.starts_with(b"{\"resourceType\":\"Bundle\""));
+        let kept = ARENA.with(|a| a.borrow().allocated_bytes());
+        assert!(
+            kept <= ARENA_KEPT,
+            "{kept} bytes kept after a small message"
+        );
+
+        // Two thousand observations: a Bundle of over a MiB.
+        let mut large = ORU.to_vec();
+        let obx = ORU
+            .split(|&b| b == b'\r')
+            .find(|s| s.starts_with(b"OBX"))
+            .expect("the bench ORU has an OBX");
+        for _ in 0..2000 {
+            large.extend_from_slice(obx);
+            large.push(b'\r');
+        }
+        let big = bundle(&large);
+        // The tree is larger than its JSON: the arena grew past what is kept.
+        assert!(big.len() > ARENA_KEPT, "{} bytes", big.len());
+        let after = ARENA.with(|a| a.borrow().allocated_bytes());
+        assert!(
+            after <= ARENA_KEPT,
+            "{after} bytes kept after a large message"
+        );
+
+        assert_eq!(bundle(ORU), alone, "the next message's Bundle is unchanged");
+    }
+}
