@@ -873,9 +873,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let only_id = |n: &Node| {
             // Judged after the clean-up `finish` does (an extension's url alone is no content).
             let mut n = n.clone();
-            clean_extensions(&mut n);
-            drop_identifiers_without_value(&mut n);
-            n.prune();
+            tidy(&mut n);
             matches!(n, Node::Obj(f) if f.len() <= 2)
         };
         if !creates && i == before && i + 1 == self.resources.len() && only_id(&node) {
@@ -1429,9 +1427,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let mut entries: Vec<(String, &'static str, Node)> = Vec::new();
         let mut resources = std::mem::take(&mut self.resources);
         for b in &mut resources {
-            clean_extensions(&mut b.node);
-            drop_identifiers_without_value(&mut b.node);
-            b.node.prune();
+            tidy(&mut b.node);
             required_status(b, &mut self.notes);
         }
         // A resource the maps gave nothing but its id (a Provenance whose segment was empty) is left out unless
@@ -1588,6 +1584,60 @@ fn collect_refs<'n>(n: &'n Node, out: &mut Vec<&'n str>) {
     }
 }
 
+/// Whether an extension (cleaned and pruned) has its url and a value or nested extensions.
+fn extension_complete(it: &Node<'_>) -> bool {
+    let Node::Obj(f) = it else { return false };
+    let has_url = f
+        .iter()
+        .any(|(k, v)| *k == "url" && matches!(v, Node::Str(_)));
+    let has_value = f
+        .iter()
+        .any(|(k, _)| k.starts_with("value") || *k == "extension");
+    has_url && has_value
+}
+
+/// A resource's clean-up: [`clean_extensions`], then [`drop_identifiers_without_value`], then [`Node::prune`],
+/// the three in one walk (each subtree is independent of its siblings, so it can be finished before the next
+/// is started). Where the three interact, the functions themselves run on the subtree in that order: under an
+/// `extension` array (whose items are judged after their own clean-up, before identifiers are dropped from
+/// them) and an `identifier` array. Returns whether the node is empty.
+fn tidy(n: &mut Node<'_>) -> bool {
+    match n {
+        Node::Obj(fields) => {
+            fields.retain_mut(|(k, v)| {
+                let array = matches!(v, Node::Arr(_));
+                if array && (*k == "extension" || *k == "modifierExtension") {
+                    if let Node::Arr(items) = v {
+                        for (_, it) in items.iter_mut() {
+                            clean_extensions(it);
+                            it.prune();
+                        }
+                        items.retain(|(_, it)| extension_complete(it));
+                    }
+                    drop_identifiers_without_value(v);
+                    !v.prune()
+                } else if array && *k == "identifier" {
+                    clean_extensions(v);
+                    if let Node::Arr(items) = v {
+                        items.retain(|(_, it)| it.get_str("value").is_some());
+                    }
+                    drop_identifiers_without_value(v);
+                    !v.prune()
+                } else {
+                    !tidy(v)
+                }
+            });
+            fields.is_empty()
+        }
+        Node::Arr(items) => {
+            items.retain_mut(|(_, v)| !tidy(v));
+            items.is_empty()
+        }
+        Node::Str(s) => s.is_empty(),
+        Node::Num(_) | Node::Bool(_) => false,
+    }
+}
+
 /// An identifier without a value identifies nothing: rows that assign its type (`VN`) or system apply even when
 /// the v2 identifier is empty, so the ones left without a value are removed.
 fn drop_identifiers_without_value(n: &mut Node) {
@@ -1659,16 +1709,7 @@ fn clean_extensions(n: &mut Node) {
                         clean_extensions(it);
                         it.prune();
                     }
-                    items.retain(|(_, it)| {
-                        let Node::Obj(f) = it else { return false };
-                        let has_url = f
-                            .iter()
-                            .any(|(k, v)| &**k == "url" && matches!(v, Node::Str(_)));
-                        let has_value = f
-                            .iter()
-                            .any(|(k, _)| k.starts_with("value") || &**k == "extension");
-                        has_url && has_value
-                    });
+                    items.retain(|(_, it)| extension_complete(it));
                 } else {
                     clean_extensions(v);
                 }
