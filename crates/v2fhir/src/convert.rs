@@ -520,9 +520,19 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Co
 fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Conversion {
     let tree = msg.group_tree();
     let structure = tree.structure_id().unwrap_or("");
-    let sender = msg.get("MSH-4").unwrap_or_default();
-    let app = msg.get("MSH-3").unwrap_or_default();
-    let control = msg.get("MSH-10").unwrap_or_default();
+    // `msg.get("MSH-4")` and the others, read from the MSH without a path parsed for each.
+    let msh = msg.find_segment(b"MSH", 1);
+    let msh_text = |n: usize| {
+        msh.and_then(|s| s.field(n))
+            .and_then(|f| f.repetition(1))
+            .and_then(|r| r.component(1))
+            .and_then(|c| c.subcomponent(1))
+            .map(|v| v.text())
+            .unwrap_or_default()
+    };
+    let sender = msh_text(4);
+    let app = msh_text(3);
+    let control = msh_text(10);
     let mut identity = Vec::new();
     identity.extend_from_slice(app.as_bytes());
     identity.push(b'|');
