@@ -29,7 +29,7 @@ type Groups<'p> = [(&'p str, u32)];
 struct Built<'b> {
     key: Key,
     ty: TypeShape,
-    id: String,
+    id: &'b str,
     node: Node<'b>,
     /// The creating segment (its group instances are the resource's scope).
     creator: usize,
@@ -45,7 +45,7 @@ struct Ctx<'m, 'a> {
     identity: Fnv,
     resources: Vec<Built<'m>>,
     /// Resources built from a value (`assigner(Organization)`), deduplicated by content.
-    value_resources: Vec<(String, TypeShape, Node<'m>)>,
+    value_resources: Vec<(&'m str, TypeShape, Node<'m>)>,
     bundle: Node<'m>,
     notes: Notes,
     /// Spare row lists for [`Ctx::apply_map`] (which recurses), so that each call does not allocate its own.
@@ -769,28 +769,29 @@ impl<'m, 'a> Ctx<'m, 'a> {
         self.notes.add(severity, path, message);
     }
 
-    fn full_url(id: &str) -> String {
-        let mut s = String::with_capacity(9 + id.len());
+    /// `urn:uuid:` and the id, in the arena.
+    fn full_url(&self, id: &str) -> &'m str {
+        let mut s = bumpalo::collections::String::with_capacity_in(9 + id.len(), self.bump);
         s.push_str("urn:uuid:");
         s.push_str(id);
-        s
+        s.into_bump_str()
     }
 
     /// A deterministic UUID-shaped id (RFC 9562 version 8: application-defined) from the message's identity and
     /// `parts`.
-    fn make_id(&self, parts: &[&[u8]]) -> String {
+    fn make_id(&self, parts: &[&[u8]]) -> &'m str {
         let mut h = self.identity;
         for p in parts {
             h = h.part(p);
         }
-        Self::id_of(h)
+        self.id_of(h)
     }
 
-    /// The id of a hash that began with the identity ([`Ctx::make_id`]'s parts hashed).
-    fn id_of(h: Fnv) -> String {
+    /// The id of a hash that began with the identity ([`Ctx::make_id`]'s parts hashed), in the arena.
+    fn id_of(&self, h: Fnv) -> &'m str {
         let a = h.0;
         let b = h.part(b"second half").0;
-        uuid_v8(a, b)
+        uuid_v8(self.bump, a, b)
     }
 
     /// The index of the resource a row writes: an existing instance in scope, or a new one.
@@ -823,7 +824,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         ]);
         let mut node = Node::obj(self.bump);
         node.member("resourceType", || Node::Str(ty.name()));
-        node.member("id", || Node::Str(self.bump.alloc_str(&id)));
+        node.member("id", || Node::Str(id));
         self.resources.push(Built {
             key: *key,
             ty,
@@ -1059,7 +1060,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                             && let Some(url) = self.value_resource(dt, inner, present, depth)
                         {
                             let mut r = Node::obj(self.bump);
-                            r.member("reference", || Node::Str(self.bump.alloc_str(&url)));
+                            r.member("reference", || Node::Str(url));
                             write(
                                 self.bump,
                                 target,
@@ -1125,7 +1126,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         src: Src<'_, 'a>,
         present: &dyn Fn(&str) -> bool,
         depth: usize,
-    ) -> Option<String> {
+    ) -> Option<&'m str> {
         let ty = map.target.filter(|t| t.is_resource())?;
         let mut node = Node::obj(self.bump);
         node.member("resourceType", || Node::Str(ty.name()));
@@ -1151,14 +1152,14 @@ impl<'m, 'a> Ctx<'m, 'a> {
         // `make_id(&[b"value", json])`, the JSON hashed as it is written.
         let mut h = self.identity.part(b"value");
         node.write_json(&mut h);
-        let id = Self::id_of(h.end());
+        let id = self.id_of(h.end());
         if !self.value_resources.iter().any(|(i, _, _)| *i == id) {
             if let Node::Obj(fields) = &mut node {
-                fields.insert(1, ("id", Node::Str(self.bump.alloc_str(&id))));
+                fields.insert(1, ("id", Node::Str(id)));
             }
-            self.value_resources.push((id.clone(), ty, node));
+            self.value_resources.push((id, ty, node));
         }
-        Some(Self::full_url(&id))
+        Some(self.full_url(id))
     }
 
     /// The `$value` a primitive data type map produces.
@@ -1250,7 +1251,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             if leaf.name() == "Reference" {
                 let url = self.value_resource(map, inner, present, depth)?;
                 let mut r = Node::obj(self.bump);
-                r.member("reference", || Node::Str(self.bump.alloc_str(&url)));
+                r.member("reference", || Node::Str(url));
                 return Some(r);
             }
             if leaf.json_kind() != fhir::JsonKind::Object {
@@ -1381,9 +1382,9 @@ impl<'m, 'a> Ctx<'m, 'a> {
         }
         // The path was resolved against `from`'s type, which is the type of every instance found for it.
         debug_assert_eq!(self.resources[f].ty, resolved.ty);
-        let url = Self::full_url(&self.resources[t].id);
+        let url = self.full_url(self.resources[t].id);
         let mut r = Node::obj(self.bump);
-        r.member("reference", || Node::Str(self.bump.alloc_str(&url)));
+        r.member("reference", || Node::Str(url));
         let mut node = std::mem::replace(&mut self.resources[f].node, Node::obj(self.bump));
         let tag = fnv(&[
             b"link",
@@ -1421,7 +1422,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let given = std::mem::replace(bfields, BVec::new_in(self.bump));
         let bundle_id = self.make_id(&[b"Bundle"]);
         bfields.push(("resourceType", Node::Str("Bundle")));
-        bfields.push(("id", Node::Str(self.bump.alloc_str(&bundle_id))));
+        bfields.push(("id", Node::Str(bundle_id)));
         for (k, v) in given {
             if k != "type" && k != "resourceType" && k != "id" {
                 bfields.push((k, v));
@@ -1434,7 +1435,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         };
         bfields.push(("type", Node::Str(ty)));
         // MessageHeader first (a message Bundle requires it), then resources in the order the message built them.
-        let mut entries: Vec<(String, &'static str, Node)> = Vec::new();
+        let mut entries: Vec<(&'m str, &'static str, Node)> = Vec::new();
         let mut resources = std::mem::take(&mut self.resources);
         for b in &mut resources {
             tidy(&mut b.node);
@@ -1459,7 +1460,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                     !bare(b)
                         || referenced
                             .iter()
-                            .any(|r| r.strip_prefix("urn:uuid:") == Some(b.id.as_str()))
+                            .any(|r| r.strip_prefix("urn:uuid:") == Some(b.id))
                 })
                 .collect();
             let mut keep = keep.into_iter();
@@ -1472,7 +1473,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             let id = self.make_id(&[b"MessageHeader"]);
             let mut node = Node::obj(self.bump);
             node.member("resourceType", || Node::Str("MessageHeader"));
-            node.member("id", || Node::Str(self.bump.alloc_str(&id)));
+            node.member("id", || Node::Str(id));
             resources.push(Built {
                 key,
                 ty,
@@ -1505,7 +1506,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             let mut node = o;
             node.prune();
             if let Node::Obj(f) = &mut node {
-                f.insert(1, ("id", Node::Str(self.bump.alloc_str(&id))));
+                f.insert(1, ("id", Node::Str(id)));
             }
             entries.push((id, "OperationOutcome", node));
         }
@@ -1514,9 +1515,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         // OperationOutcome when built), and pruning twice changes nothing.
         for (i, (id, ty, node)) in entries.into_iter().enumerate() {
             let mut e = Node::obj(self.bump);
-            e.member("fullUrl", || {
-                Node::Str(self.bump.alloc_str(&Self::full_url(&id)))
-            });
+            e.member("fullUrl", || Node::Str(self.full_url(id)));
             if self.opts.bundle == BundleType::Transaction {
                 let request = transaction_request(self.bump, ty, &node);
                 e.member("resource", || node);
@@ -2069,14 +2068,14 @@ fn check_one(c: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Notes, 
     }
 }
 
-fn uuid_v8(a: u64, b: u64) -> String {
+fn uuid_v8(bump: &Bump, a: u64, b: u64) -> &str {
     let mut bytes = [0u8; 16];
     bytes[..8].copy_from_slice(&a.to_be_bytes());
     bytes[8..].copy_from_slice(&b.to_be_bytes());
     bytes[6] = (bytes[6] & 0x0f) | 0x80; // version 8
     bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562 variant
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(36);
+    let mut s = bumpalo::collections::String::with_capacity_in(36, bump);
     for (i, b) in bytes.iter().enumerate() {
         if matches!(i, 4 | 6 | 8 | 10) {
             s.push('-');
@@ -2084,7 +2083,7 @@ fn uuid_v8(a: u64, b: u64) -> String {
         s.push(char::from(HEX[usize::from(b >> 4)]));
         s.push(char::from(HEX[usize::from(b & 0xf)]));
     }
-    s
+    s.into_bump_str()
 }
 
 /// A JSON string for a report line.
