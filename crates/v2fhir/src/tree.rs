@@ -209,8 +209,8 @@ pub(crate) fn write_str<S: Sink>(s: &str, out: &mut S) {
 
 /// The first byte that needs an escape in a JSON string (a control character, `"` or `\\`). Eight bytes are
 /// tested at a time (a word per step rather than three comparisons per byte), the last word overlapping the one
-/// before it and a string shorter than a word padded with spaces, so that no string is walked byte by byte
-/// unless it has such a byte (the strings written are short: a code, a date, a name).
+/// before it, so that no string of a word or more is walked byte by byte unless it has such a byte (the strings
+/// written are short: a code, a date, a name).
 fn escape_at(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -226,30 +226,27 @@ fn escape_at(bytes: &[u8]) -> Option<usize> {
         w.copy_from_slice(&bytes[i..i + 8]);
         u64::from_le_bytes(w)
     };
+    let is_escape = |c: u8| c < 0x20 || c == b'"' || c == b'\\';
     let n = bytes.len();
-    let found = if n < 8 {
-        let mut w = [b' '; 8];
-        w[..n].copy_from_slice(bytes);
-        any_escape(u64::from_le_bytes(w))
-    } else {
-        let mut i = 0;
-        let mut hit = false;
-        while i + 8 <= n {
-            if any_escape(word(i)) {
-                hit = true;
-                break;
-            }
-            i += 8;
+    if n < 8 {
+        // Shorter than a word: tested byte by byte (a padded copy would cost a call to `memcpy`).
+        return bytes.iter().position(|&c| is_escape(c));
+    }
+    let mut i = 0;
+    let mut found = false;
+    while i + 8 <= n {
+        if any_escape(word(i)) {
+            found = true;
+            break;
         }
-        hit || (i < n && any_escape(word(n - 8)))
-    };
+        i += 8;
+    }
+    found = found || (i < n && any_escape(word(n - 8)));
     if !found {
         return None;
     }
     // The test has no false positive without a true one in the same word: found by bytes.
-    bytes
-        .iter()
-        .position(|&c| c < 0x20 || c == b'"' || c == b'\\')
+    bytes.iter().position(|&c| is_escape(c))
 }
 
 /// FNV-1a, 64 bits: slot tags and deterministic resource ids. Stable across runs and platforms (unlike the
