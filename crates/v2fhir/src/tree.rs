@@ -25,12 +25,16 @@ pub(crate) enum Node<'b> {
 }
 
 impl<'b> Node<'b> {
+    /// An empty object, with room for a few members: the arena's vectors grow from one item by doubling, and
+    /// each growth copies the vector (it is rarely the arena's last allocation), so a resource's ten members
+    /// would be copied five times.
     pub(crate) fn obj(bump: &'b Bump) -> Node<'b> {
-        Node::Obj(BVec::new_in(bump))
+        Node::Obj(BVec::with_capacity_in(4, bump))
     }
 
+    /// An empty array, with room for two items (most hold one: a coding, an identifier, a name).
     pub(crate) fn arr(bump: &'b Bump) -> Node<'b> {
-        Node::Arr(BVec::new_in(bump))
+        Node::Arr(BVec::with_capacity_in(2, bump))
     }
 
     /// The member `name` of an object, created by `make` when missing. `None` when this is not an object.
