@@ -118,17 +118,23 @@ struct SegView<'a> {
 type FirstText<'a> = (u16, u16, Option<Cow<'a, str>>);
 
 impl<'a> SegView<'a> {
-    /// Reads `seg`, reusing `fields`' allocation.
-    fn new(seg: Segment<'_, 'a>, mut fields: Vec<Option<Value<'a>>>) -> SegView<'a> {
+    /// Reads `seg`, reusing the allocations of the segment read before it (`spare`).
+    fn new(seg: Segment<'_, 'a>, spare: Option<SegView<'a>>) -> SegView<'a> {
+        let (mut fields, mut firsts, mut counts) = match spare {
+            Some(v) => (v.fields, v.firsts.into_inner(), v.counts.into_inner()),
+            None => Default::default(),
+        };
         fields.clear();
+        firsts.clear();
+        counts.clear();
         fields.push(None);
         fields.extend((1..=seg.field_count()).map(|n| seg.field(n)));
         SegView {
             id: seg.id(),
             header: seg.is_header(),
             fields,
-            firsts: RefCell::new(Vec::new()),
-            counts: RefCell::new(Vec::new()),
+            firsts: RefCell::new(firsts),
+            counts: RefCell::new(counts),
         }
     }
 
@@ -586,10 +592,11 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         .collect();
     let ids: Vec<&str> = msg.segments().map(|s| s.id()).collect();
     let mut last_anchor: Option<&str> = None;
-    let mut fields_buf = Vec::new();
+    let mut spare_view = None;
+    let mut mapped_fields: Vec<bool> = Vec::new();
     for (index, seg) in msg.segments().enumerate() {
         let groups = &placed[index][..];
-        let view = SegView::new(seg, std::mem::take(&mut fields_buf));
+        let view = SegView::new(seg, spare_view.take());
         let id = view.id;
         ctx.segment = index as u32 + 1;
         let present = |want: &str| {
@@ -609,7 +616,8 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
             msg,
             present: &present,
         };
-        let mut mapped_fields: Vec<bool> = vec![false; view.fields.len()];
+        mapped_fields.clear();
+        mapped_fields.resize(view.fields.len(), false);
         let mut any = false;
         match chosen {
             Chosen::Rows(chosen) => {
@@ -659,7 +667,7 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         if ctx.notes.info {
             unmapped_notes(&mut ctx, &view, index, any, &mapped_fields);
         }
-        fields_buf = view.fields;
+        spare_view = Some(view);
     }
     ctx.finish()
 }
