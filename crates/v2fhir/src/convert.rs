@@ -593,6 +593,7 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
     let ids: Vec<&str> = msg.segments().map(|s| s.id()).collect();
     let mut last_anchor: Option<&str> = None;
     let mut spare_view = None;
+    let mut last_chosen: Option<(&str, &Groups<'_>, Option<&str>, Chosen<'_>)> = None;
     let mut mapped_fields: Vec<bool> = Vec::new();
     for (index, seg) in msg.segments().enumerate() {
         let groups = &placed[index][..];
@@ -606,7 +607,27 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
                     && g.iter().zip(groups.iter()).all(|(a, b)| a == b)
             })
         };
-        let chosen = choose_rows(map, id, groups, last_anchor);
+        // The rows are a function of the segment id, its groups' names and the anchor: the ORU's OBX after OBX
+        // take the same rows, chosen once.
+        let same_place = last_chosen
+            .as_ref()
+            .is_some_and(|(pid, pgroups, panchor, _)| {
+                *pid == id
+                    && *panchor == last_anchor
+                    && pgroups.len() == groups.len()
+                    && pgroups.iter().zip(groups).all(|(a, b)| a.0 == b.0)
+            });
+        if !same_place {
+            last_chosen = Some((
+                id,
+                groups,
+                last_anchor,
+                choose_rows(map, id, groups, last_anchor),
+            ));
+        }
+        let Some((_, _, _, chosen)) = &last_chosen else {
+            unreachable!("chosen above")
+        };
         if map.is_some_and(|m| m.anchors.iter().any(|a| **a == *id)) {
             last_anchor = Some(id);
         }
@@ -621,7 +642,7 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         let mut any = false;
         match chosen {
             Chosen::Rows(chosen) => {
-                for row in chosen {
+                for &row in chosen {
                     if !row.cond.holds(&facts) {
                         continue;
                     }
@@ -647,7 +668,7 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
                 }
             }
             Chosen::Defaults(defaults) => {
-                for (key, map_name, map_index) in defaults {
+                for (key, map_name, map_index) in *defaults {
                     any = true;
                     ctx.apply_segment(
                         (index, groups, &placed),
