@@ -554,8 +554,9 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         opts,
         bump,
         identity: Fnv::new().part(&identity),
-        resources: Vec::new(),
-        value_resources: Vec::new(),
+        // About one resource per segment, and a few built from values (no growth copies for most messages).
+        resources: Vec::with_capacity(msg.segment_count() + 4),
+        value_resources: Vec::with_capacity(8),
         bundle: Node::obj(bump),
         notes: Notes {
             list: Vec::new(),
@@ -1464,7 +1465,8 @@ impl<'m, 'a> Ctx<'m, 'a> {
         };
         bfields.push(("type", Node::Str(ty)));
         // MessageHeader first (a message Bundle requires it), then resources in the order the message built them.
-        let mut entries: Vec<(&'m str, &'static str, Node)> = Vec::new();
+        let mut entries: Vec<(&'m str, &'static str, Node)> =
+            Vec::with_capacity(self.resources.len() + self.value_resources.len() + 2);
         let mut resources = std::mem::take(&mut self.resources);
         for b in &mut resources {
             tidy(&mut b.node);
