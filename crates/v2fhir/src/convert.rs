@@ -47,6 +47,10 @@ struct Ctx<'m, 'a> {
     /// Resources built from a value (`assigner(Organization)`), deduplicated by content.
     value_resources: Vec<(&'m str, TypeShape, Node<'m>)>,
     bundle: Node<'m>,
+    /// The ids of the resources the References column linked to, and whether a row wrote a `reference` from the
+    /// message: what may refer to a resource left bare (see [`Ctx::finish`]), known without a walk of the tree.
+    linked: Vec<&'m str>,
+    reference_from_message: bool,
     notes: Notes,
     /// Spare row lists for [`Ctx::apply_map`] (which recurses), so that each call does not allocate its own.
     spare: Vec<Vec<u32>>,
@@ -558,6 +562,8 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         resources: Vec::with_capacity(msg.segment_count() + 4),
         value_resources: Vec::with_capacity(8),
         bundle: Node::obj(bump),
+        linked: Vec::new(),
+        reference_from_message: false,
         notes: Notes {
             list: Vec::new(),
             info: report,
@@ -1261,6 +1267,10 @@ impl<'m, 'a> Ctx<'m, 'a> {
         path: Label<'_>,
         depth: usize,
     ) -> Option<Node<'m>> {
+        if steps.last().is_some_and(|s| s.name == "reference") {
+            // A reference written from the message's text (or an assignment) may name any resource.
+            self.reference_from_message = true;
+        }
         let leaf = resolved.leaf(steps)?;
         if let Some(parts) = &row.assignment {
             let mut text = String::new();
@@ -1413,6 +1423,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         // The path was resolved against `from`'s type, which is the type of every instance found for it.
         debug_assert_eq!(self.resources[f].ty, resolved.ty);
         let url = self.full_url(self.resources[t].id);
+        self.linked.push(self.resources[t].id);
         let mut r = Node::obj(self.bump);
         r.member("reference", || Node::Str(url));
         let mut node = std::mem::replace(&mut self.resources[f].node, Node::obj(self.bump));
@@ -1476,7 +1487,17 @@ impl<'m, 'a> Ctx<'m, 'a> {
         // something refers to it. The references are collected only when there is such a resource.
         let is_header = |b: &Built| b.key.ty.name() == "MessageHeader";
         let bare = |b: &Built| matches!(&b.node, Node::Obj(f) if f.len() <= 2) && !is_header(b);
-        if resources.iter().any(bare) {
+        // No bare resource was linked to and no reference came from the message: none is referred to.
+        let unreferenced = |resources: &[Built<'_>]| {
+            !self.reference_from_message
+                && resources
+                    .iter()
+                    .filter(|b| bare(b))
+                    .all(|b| !self.linked.contains(&b.id))
+        };
+        if resources.iter().any(bare) && unreferenced(&resources) {
+            resources.retain(|b| !bare(b));
+        } else if resources.iter().any(bare) {
             let mut referenced: Vec<&str> = Vec::new();
             for b in &resources {
                 collect_refs(&b.node, &mut referenced);
