@@ -203,7 +203,8 @@ impl<'m, 'a> Src<'m, 'a> {
 
     /// What [`Src::element`] yields, appended to `out`: written out without iterator adaptors, as every row
     /// applied reads its element this way.
-    fn read_element(&self, first: u16, second: u16, out: &mut Vec<Value<'a>>) {
+    /// `parts`: for a value, its [`child_parts`] (split once for all the rows of its map).
+    fn read_element(&self, first: u16, second: u16, parts: &[Value<'a>], out: &mut Vec<Value<'a>>) {
         let (first, second) = (first as usize, second as usize);
         let mut add = |r: Value<'a>| {
             let v = if second > 0 {
@@ -226,12 +227,25 @@ impl<'m, 'a> Src<'m, 'a> {
                 Some(f) => f.parts().for_each(add),
                 None => {}
             },
-            Src::Val(v, _) => {
-                if let Some(c) = child(*v, first) {
+            Src::Val(..) => {
+                if let Some(&c) = first.checked_sub(1).and_then(|i| parts.get(i)) {
                     add(c);
                 }
             }
         }
+    }
+}
+
+/// What [`child`] gives of `v` for 1, 2, ...: its components (of its first repetition), or its subcomponents.
+fn child_parts<'a>(v: Value<'a>, out: &mut Vec<Value<'a>>) {
+    match v.level() {
+        Level::Field => {
+            if let Some(r) = v.repetition(1) {
+                out.extend(r.parts());
+            }
+        }
+        Level::Repetition | Level::Component => out.extend(v.parts()),
+        _ => out.push(v),
     }
 }
 
@@ -263,7 +277,8 @@ fn other_element<'a>(
 }
 
 /// The rows of `map` that may apply to `src`, in order: those reading a field (component) that is not empty.
-fn valued_rows(map: &ElementMap, src: Src<'_, '_>, out: &mut Vec<u32>) {
+/// `parts`: for a value, its [`child_parts`].
+fn valued_rows(map: &ElementMap, src: Src<'_, '_>, parts: &[Value<'_>], out: &mut Vec<u32>) {
     let mut add = |f: usize, v: Value<'_>| {
         if let Some(rows) = map.by_first.get(f)
             && !rows.is_empty()
@@ -281,22 +296,11 @@ fn valued_rows(map: &ElementMap, src: Src<'_, '_>, out: &mut Vec<u32>) {
             }
         }
         // The parts `child` picks from.
-        Src::Val(v, _) => match v.level() {
-            Level::Field => {
-                if let Some(r) = v.repetition(1) {
-                    r.parts()
-                        .take(map.by_first.len())
-                        .enumerate()
-                        .for_each(|(i, p)| add(i + 1, p));
-                }
-            }
-            Level::Repetition | Level::Component => v
-                .parts()
-                .take(map.by_first.len())
-                .enumerate()
-                .for_each(|(i, p)| add(i + 1, p)),
-            _ => add(1, v),
-        },
+        Src::Val(..) => parts
+            .iter()
+            .take(map.by_first.len())
+            .enumerate()
+            .for_each(|(i, &p)| add(i + 1, p)),
     }
     out.sort_unstable();
 }
@@ -952,7 +956,12 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let mut written = self.spare_written.pop().unwrap_or_default();
         let mut order = self.spare.pop().unwrap_or_default();
         let mut values = self.spare_values.pop().unwrap_or_default();
-        valued_rows(map, src, &mut order);
+        // A value's components, split once for all the rows that read them.
+        let mut parts = self.spare_values.pop().unwrap_or_default();
+        if let Src::Val(v, _) = src {
+            child_parts(v, &mut parts);
+        }
+        valued_rows(map, src, &parts, &mut order);
         // The element last read: a map's rows for one element are neighbours (the OBX map's 25 alternatives for
         // OBX-5), and they read it once.
         let mut read: Option<(u16, u16)> = None;
@@ -962,7 +971,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             // so their order does not change what is written.
             if read != Some((row.first, row.second)) {
                 values.clear();
-                src.read_element(row.first, row.second, &mut values);
+                src.read_element(row.first, row.second, &parts, &mut values);
                 read = Some((row.first, row.second));
             }
             if values.is_empty() {
@@ -1122,6 +1131,8 @@ impl<'m, 'a> Ctx<'m, 'a> {
         self.spare.push(order);
         values.clear();
         self.spare_values.push(values);
+        parts.clear();
+        self.spare_values.push(parts);
         written.clear();
         self.spare_written.push(written);
         primitive
