@@ -40,6 +40,9 @@ struct Ctx<'m, 'a> {
     opts: &'m Options<'m>,
     /// The arena of the tree being built (see [`crate::tree`]).
     bump: &'m Bump,
+    /// The message's bytes as text, when they are UTF-8: a plain value's text is then a slice of it, found
+    /// without checking its bytes again.
+    text: Option<&'a str>,
     /// Identity of the message for ids: sender and control id.
     /// The hash of the identity, the first part of every id's hash.
     identity: Fnv,
@@ -561,6 +564,7 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         msg,
         opts,
         bump,
+        text: std::str::from_utf8(msg.as_bytes()).ok(),
         identity: Fnv::new().part(&identity),
         // About one resource per segment, and a few built from values (no growth copies for most messages).
         resources: Vec::with_capacity(msg.segment_count() + 4),
@@ -1217,7 +1221,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         ty: TypeShape,
         path: Label<'_>,
     ) -> Option<Node<'m>> {
-        let text = first_text_plain(v, self.msg.delimiters());
+        let text = first_text_plain(v, self.msg.delimiters(), self.text);
         // The row's own FHIR type, when it names a primitive (`CWE[code]`'s `$value` is a `code`).
         let ty = row.fhir_primitive.unwrap_or(ty);
         self.convert_primitive(&text, ty, row, path)
@@ -1345,7 +1349,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             // nowhere.
             return None;
         }
-        let mut text = first_text_plain(v, self.msg.delimiters());
+        let mut text = first_text_plain(v, self.msg.delimiters(), self.text);
         if steps.last().is_some_and(|s| s.name == "system") && leaf.name() == "uri" {
             match system_uri(&text) {
                 Some(u) => text = Cow::Borrowed(u),
@@ -1824,8 +1828,13 @@ fn query_escape(s: &str) -> String {
 }
 
 /// [`first_text`], sooner for a value of ASCII bytes without a separator or the escape character (most values):
-/// its first component and subcomponent are the whole value, and its text is its bytes.
-fn first_text_plain<'a>(v: Value<'a>, d: &hl7v2::Delimiters) -> Cow<'a, str> {
+/// its first component and subcomponent are the whole value, and its text is its bytes, sliced from the
+/// message's `text` when the message is UTF-8 (no second check of the bytes).
+fn first_text_plain<'a>(
+    v: Value<'a>,
+    d: &hl7v2::Delimiters,
+    text: Option<&'a str>,
+) -> Cow<'a, str> {
     let raw = v.raw();
     let plain = raw.iter().all(|&b| {
         b.is_ascii()
@@ -1834,8 +1843,15 @@ fn first_text_plain<'a>(v: Value<'a>, d: &hl7v2::Delimiters) -> Cow<'a, str> {
             && Some(b) != d.subcomponent
             && Some(b) != d.escape
     });
-    if plain && let Ok(t) = std::str::from_utf8(raw) {
-        return Cow::Borrowed(t.trim());
+    if plain {
+        // The value's bytes are the message's at its offset (checked: a value may come from elsewhere).
+        let (at, len) = (v.offset(), raw.len());
+        let sliced = text
+            .and_then(|t| t.get(at..at + len))
+            .filter(|s| s.as_ptr() == raw.as_ptr());
+        if let Some(t) = sliced.or_else(|| std::str::from_utf8(raw).ok()) {
+            return Cow::Borrowed(t.trim());
+        }
     }
     first_text(v)
 }
