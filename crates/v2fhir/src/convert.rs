@@ -1217,19 +1217,27 @@ impl<'m, 'a> Ctx<'m, 'a> {
     fn primitive_for(
         &mut self,
         row: &ElementRow,
-        v: Value<'_>,
+        v: Value<'a>,
         ty: TypeShape,
         path: Label<'_>,
     ) -> Option<Node<'m>> {
-        let text = first_text_plain(v, self.msg.delimiters(), self.text);
+        let text = self.arena_text(first_text_plain(v, self.msg.delimiters(), self.text));
         // The row's own FHIR type, when it names a primitive (`CWE[code]`'s `$value` is a `code`).
         let ty = row.fhir_primitive.unwrap_or(ty);
-        self.convert_primitive(&text, ty, row, path)
+        self.convert_primitive(text, ty, row, path)
+    }
+
+    /// Text for the tree: the message's own (borrowed, not copied), or a decoded value copied into the arena.
+    fn arena_text(&self, text: Cow<'a, str>) -> &'m str {
+        match text {
+            Cow::Borrowed(t) => t,
+            Cow::Owned(t) => self.bump.alloc_str(&t),
+        }
     }
 
     fn convert_primitive(
         &mut self,
-        text: &str,
+        text: &'m str,
         ty: TypeShape,
         row: &ElementRow,
         path: Label<'_>,
@@ -1274,7 +1282,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
     fn value_for(
         &mut self,
         row: &ElementRow,
-        v: Value<'_>,
+        v: Value<'a>,
         (inner, whole): (Src<'_, 'a>, Src<'_, 'a>),
         steps: &[Step],
         resolved: &Resolved,
@@ -1299,7 +1307,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                     }
                 }
             }
-            return value::convert(self.bump, &text, leaf).0;
+            return value::convert(self.bump, self.bump.alloc_str(&text), leaf).0;
         }
         if row.data_type_map.is_some() {
             let map = dt_map(row)?;
@@ -1365,7 +1373,8 @@ impl<'m, 'a> Ctx<'m, 'a> {
                 }
             }
         }
-        self.convert_primitive(&text, leaf, row, path)
+        let text = self.arena_text(text);
+        self.convert_primitive(text, leaf, row, path)
     }
 
     /// A vocabulary map on a CodeableConcept or Coding: the v2 code's FHIR coding is put first, the code as sent

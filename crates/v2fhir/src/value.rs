@@ -16,9 +16,11 @@ pub(crate) enum Unfit {
 }
 
 /// The FHIR primitive for `text` as `ty`, or why it does not fit. A `TimeWithoutZone` still yields the date.
+/// `text` lives as long as the arena (the message's own text, or a copy in the arena), so that a value written as
+/// it is needs no copy.
 pub(crate) fn convert<'b>(
     bump: &'b Bump,
-    text: &str,
+    text: &'b str,
     ty: TypeShape,
 ) -> (Option<Node<'b>>, Option<Unfit>) {
     let text = text.trim();
@@ -74,10 +76,7 @@ pub(crate) fn convert<'b>(
                 _ => i32::try_from(n).is_ok(),
             });
             if ok {
-                (
-                    Some(Node::Num(bump.alloc_str(text.trim_start_matches('+')))),
-                    None,
-                )
+                (Some(Node::Num(text.trim_start_matches('+'))), None)
             } else {
                 (None, Some(Unfit::Invalid))
             }
@@ -93,12 +92,12 @@ pub(crate) fn convert<'b>(
                 !text.contains("  ")
             };
             if ok {
-                (Some(Node::Str(bump.alloc_str(text))), None)
+                (Some(Node::Str(text)), None)
             } else {
                 (None, Some(Unfit::Invalid))
             }
         }
-        _ if ty.json_kind() == JsonKind::String => (Some(Node::Str(bump.alloc_str(text))), None),
+        _ if ty.json_kind() == JsonKind::String => (Some(Node::Str(text)), None),
         _ => (None, Some(Unfit::Invalid)),
     }
 }
@@ -280,7 +279,7 @@ mod tests {
     fn conv(text: &str, ty: &str) -> (Option<Node<'static>>, Option<Unfit>) {
         // A leaked arena per call: a handful of small values in a test.
         let bump: &'static Bump = Box::leak(Box::new(Bump::new()));
-        convert(bump, text, TypeShape::named(ty).unwrap())
+        convert(bump, bump.alloc_str(text), TypeShape::named(ty).unwrap())
     }
 
     #[test]
