@@ -325,6 +325,8 @@ fn child(v: Value<'_>, n: usize) -> Option<Value<'_>> {
 
 struct SrcFacts<'x, 'm, 'a> {
     src: Src<'m, 'a>,
+    /// For a value, its [`child_parts`] (empty for a segment).
+    parts: &'x [Value<'a>],
     msg: &'x Message<'a>,
     /// Segment ids present in the segment's group instance and its ancestors (for `IF ORC VALUED`).
     present: &'x dyn Fn(&str) -> bool,
@@ -371,15 +373,21 @@ impl Facts for SrcFacts<'_, '_, '_> {
         let view = self.src.view();
         if let (None, Src::Val(v, _)) = (&r.segment, self.src) {
             // A component of the value (what `element` yields: one value at most), read without the visitor.
-            let c = child(v, r.first as usize)
-                .and_then(|c| {
-                    if r.second > 0 {
-                        child(c, r.second as usize)
-                    } else {
-                        Some(c)
-                    }
-                })
-                .filter(|c| !c.is_empty() && !c.is_null());
+            let first = (r.first as usize).checked_sub(1);
+            let c = match first.and_then(|i| self.parts.get(i)) {
+                Some(&c) => Some(c),
+                // The value's parts were not split (facts built elsewhere): found as `child` finds them.
+                None if self.parts.is_empty() => child(v, r.first as usize),
+                None => None,
+            }
+            .and_then(|c| {
+                if r.second > 0 {
+                    child(c, r.second as usize)
+                } else {
+                    Some(c)
+                }
+            })
+            .filter(|c| !c.is_empty() && !c.is_null());
             return visit(first_of(c.into_iter()).as_deref());
         }
         let own = match &r.segment {
@@ -649,6 +657,7 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         let src = Src::Seg(&view);
         let facts = SrcFacts {
             src,
+            parts: &[],
             msg,
             present: &present,
         };
@@ -955,16 +964,21 @@ impl<'m, 'a> Ctx<'m, 'a> {
             return None;
         }
         let msg = self.msg;
-        let facts = SrcFacts { src, msg, present };
-        let mut primitive: Option<Node> = None;
-        let mut written = self.spare_written.pop().unwrap_or_default();
-        let mut order = self.spare.pop().unwrap_or_default();
-        let mut values = self.spare_values.pop().unwrap_or_default();
-        // A value's components, split once for all the rows that read them.
+        // A value's components, split once for all the rows that read them (and their conditions).
         let mut parts = self.spare_values.pop().unwrap_or_default();
         if let Src::Val(v, _) = src {
             child_parts(v, &mut parts);
         }
+        let facts = SrcFacts {
+            src,
+            parts: &parts,
+            msg,
+            present,
+        };
+        let mut primitive: Option<Node> = None;
+        let mut written = self.spare_written.pop().unwrap_or_default();
+        let mut order = self.spare.pop().unwrap_or_default();
+        let mut values = self.spare_values.pop().unwrap_or_default();
         valued_rows(map, src, &parts, &mut order);
         // The element last read: a map's rows for one element are neighbours (the OBX map's 25 alternatives for
         // OBX-5), and they read it once.
