@@ -1929,7 +1929,7 @@ fn write<'b>(
             );
             return;
         };
-        if other_choice_present(node, t, s.name, e.choice) {
+        if e.choice.is_some() && other_choice_present(node, t, s.name, e.choice) {
             notes.add(
                 Severity::Information,
                 path,
