@@ -2177,15 +2177,19 @@ fn uuid_v8(bump: &Bump, a: u64, b: u64) -> &str {
     bytes[6] = (bytes[6] & 0x0f) | 0x80; // version 8
     bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562 variant
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = bumpalo::collections::String::with_capacity_in(36, bump);
+    // Written on the stack, then copied into the arena at once.
+    let mut s = [b'-'; 36];
+    let mut at = 0;
     for (i, b) in bytes.iter().enumerate() {
         if matches!(i, 4 | 6 | 8 | 10) {
-            s.push('-');
+            at += 1;
         }
-        s.push(char::from(HEX[usize::from(b >> 4)]));
-        s.push(char::from(HEX[usize::from(b & 0xf)]));
+        s[at] = HEX[usize::from(b >> 4)];
+        s[at + 1] = HEX[usize::from(b & 0xf)];
+        at += 2;
     }
-    s.into_bump_str()
+    // Hex digits and dashes: ASCII.
+    bump.alloc_str(std::str::from_utf8(&s).unwrap_or_default())
 }
 
 /// A JSON string for a report line.
