@@ -345,27 +345,48 @@ fn visit_texts<'a>(vals: impl Iterator<Item = Value<'a>>, visit: &mut dyn FnMut(
 
 /// The first non-empty trimmed text of `vals`, as [`visit_texts`] would visit it first.
 fn first_of<'a>(vals: impl Iterator<Item = Value<'a>>) -> Option<Cow<'a, str>> {
-    for v in vals {
-        match v.text() {
-            Cow::Borrowed(t) => {
-                let t = t.trim();
-                if !t.is_empty() {
-                    return Some(Cow::Borrowed(t));
-                }
-            }
-            Cow::Owned(t) => {
-                let tt = t.trim();
-                if !tt.is_empty() {
-                    return Some(if tt.len() == t.len() {
-                        Cow::Owned(t)
-                    } else {
-                        Cow::Owned(tt.to_string())
-                    });
-                }
+    vals.into_iter().find_map(text_of)
+}
+
+/// [`first_of`] the segment's element (`first`, `second`), as [`Src::element`] yields it, walked without
+/// iterator adaptors (conditions ask for it once per segment, and most of their cost was the adaptors).
+fn first_in_segment<'a>(view: &SegView<'a>, first: u16, second: u16) -> Option<Cow<'a, str>> {
+    let f = view.field(usize::from(first))?;
+    let text_at = |r: Value<'a>| {
+        let v = if second > 0 {
+            child(r, usize::from(second))?
+        } else {
+            r
+        };
+        if v.is_empty() || v.is_null() {
+            return None;
+        }
+        text_of(v)
+    };
+    if view.header && first <= 2 {
+        return text_at(f);
+    }
+    f.parts().find_map(text_at)
+}
+
+/// A value's trimmed text, when it is not empty.
+fn text_of(v: Value<'_>) -> Option<Cow<'_, str>> {
+    match v.text() {
+        Cow::Borrowed(t) => {
+            let t = t.trim();
+            (!t.is_empty()).then_some(Cow::Borrowed(t))
+        }
+        Cow::Owned(t) => {
+            let tt = t.trim();
+            if tt.is_empty() {
+                None
+            } else if tt.len() == t.len() {
+                Some(Cow::Owned(t))
+            } else {
+                Some(Cow::Owned(tt.to_string()))
             }
         }
     }
-    None
 }
 
 impl Facts for SrcFacts<'_, '_, '_> {
@@ -404,7 +425,7 @@ impl Facts for SrcFacts<'_, '_, '_> {
         {
             Some(i) => i,
             None => {
-                let t = first_of(Src::Seg(view).element(r.first, r.second));
+                let t = first_in_segment(view, r.first, r.second);
                 cache.push((r.first, r.second, t));
                 cache.len() - 1
             }
