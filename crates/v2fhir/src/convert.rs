@@ -930,7 +930,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             return;
         };
         if key.ty.name() == "Bundle" {
-            let mut bundle = std::mem::replace(&mut self.bundle, Node::obj(self.bump));
+            let mut bundle = std::mem::replace(&mut self.bundle, Node::placeholder(self.bump));
             self.apply_map(
                 map,
                 src,
@@ -948,7 +948,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let Some(i) = self.instance(place, key, creates, scope_depth) else {
             return;
         };
-        let mut node = std::mem::replace(&mut self.resources[i].node, Node::obj(self.bump));
+        let mut node = std::mem::replace(&mut self.resources[i].node, Node::placeholder(self.bump));
         let ty = self.resources[i].ty;
         let base = fnv(&[&place.0.to_le_bytes(), map_name.as_bytes()]);
         self.apply_map(map, src, &mut node, ty, base, present, Some(mapped), 0);
@@ -1356,7 +1356,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                 let prim = self.apply_map(
                     map,
                     inner,
-                    &mut Node::obj(self.bump),
+                    &mut Node::placeholder(self.bump),
                     leaf,
                     0,
                     present,
@@ -1485,7 +1485,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         self.linked.push(self.resources[t].id);
         let mut r = Node::obj(self.bump);
         r.member("reference", || Node::Str(url));
-        let mut node = std::mem::replace(&mut self.resources[f].node, Node::obj(self.bump));
+        let mut node = std::mem::replace(&mut self.resources[f].node, Node::placeholder(self.bump));
         let tag = fnv(&[
             b"link",
             &index.to_le_bytes(),
@@ -1515,7 +1515,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                 check_codes(&mut b.node, checker, &mut self.notes, b.key.ty.name());
             }
         }
-        let mut bundle = std::mem::replace(&mut self.bundle, Node::obj(self.bump));
+        let mut bundle = std::mem::replace(&mut self.bundle, Node::placeholder(self.bump));
         let Node::Obj(bfields) = &mut bundle else {
             unreachable!("the bundle is an object")
         };
@@ -2051,10 +2051,12 @@ fn write<'b>(
                 Some(_) => {}
             }
         }
-    } else if let Some(existing) = node.member(last.name, || Node::obj(bump)) {
-        // Objects merge (two rows filling one Reference or Period); a primitive keeps the first value written.
+    } else if let Some(existing) = node.member(last.name, || Node::placeholder(bump)) {
+        // Objects merge (two rows filling one Reference or Period); a primitive keeps the first value written. An
+        // empty object (the member just made) takes the value whole: merged into nothing, it would be the same.
         let fresh = matches!(existing, Node::Obj(f) if f.is_empty());
         match (existing, value) {
+            (slot, v) if fresh => *slot = v,
             (Node::Obj(have), Node::Obj(add)) => {
                 for (k, v) in add {
                     if !have.iter().any(|(hk, _)| *hk == k) {
@@ -2062,7 +2064,6 @@ fn write<'b>(
                     }
                 }
             }
-            (slot, v) if fresh => *slot = v,
             _ => {}
         }
     }

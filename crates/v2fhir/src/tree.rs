@@ -32,6 +32,12 @@ impl<'b> Node<'b> {
         Node::Obj(BVec::with_capacity_in(4, bump))
     }
 
+    /// An empty object without room for members: a place held for a moment (`mem::replace`), or a member about
+    /// to be given its value.
+    pub(crate) fn placeholder(bump: &'b Bump) -> Node<'b> {
+        Node::Obj(BVec::new_in(bump))
+    }
+
     /// An empty array, with room for two items (most hold one: a coding, an identifier, a name).
     pub(crate) fn arr(bump: &'b Bump) -> Node<'b> {
         Node::Arr(BVec::with_capacity_in(2, bump))
