@@ -1,7 +1,7 @@
 //! The converter: walks a message's segments in their group tree, applies the guide's message map rows to each,
 //! the segment maps to the resources the rows name, the data type maps to each value, and assembles the Bundle.
 
-use crate::condition::{Facts, Ref, eq_short};
+use crate::condition::{Cond, Facts, Ref, eq_short};
 use crate::maps::{
     Attr, DefaultMap, ElementMap, ElementRow, Key, MessageMap, MessageRow, Part, Resolved, Step,
     VALUE_STEP, maps,
@@ -688,7 +688,7 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         match chosen {
             Chosen::Rows(chosen) => {
                 for &row in chosen {
-                    if !row.cond.holds(&facts) {
+                    if !matches!(row.cond, Cond::Always) && !row.cond.holds(&facts) {
                         continue;
                     }
                     let (Some(key), Some(map_name)) = (&row.key, &row.segment_map) else {
@@ -1180,7 +1180,8 @@ impl<'m, 'a> Ctx<'m, 'a> {
     /// Whether a row's condition holds; a segment-only condition is evaluated once per segment.
     fn holds(&mut self, row: &ElementRow, facts: &SrcFacts<'_, '_, '_>) -> bool {
         let Some(slot) = row.cond_slot else {
-            return row.cond.holds(facts);
+            // Most rows have no condition: answered without a call.
+            return matches!(row.cond, Cond::Always) || row.cond.holds(facts);
         };
         if self.conds.is_empty() {
             self.conds = vec![(0, false); maps().cond_slots];
