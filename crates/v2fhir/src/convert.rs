@@ -1324,8 +1324,9 @@ impl<'a> Ctx<'_, 'a> {
 
     fn finish(mut self) -> Conversion {
         if let Some(checker) = self.opts.checker {
+            let mut checks = Checks::new(checker);
             for b in &mut self.resources {
-                check_codes(&mut b.node, checker, &mut self.notes, b.key.ty.name());
+                check_codes(&mut b.node, &mut checks, &mut self.notes, b.key.ty.name());
             }
         }
         let mut bundle = std::mem::replace(&mut self.bundle, Node::obj());
@@ -1885,9 +1886,50 @@ fn fix_systems(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
     }
 }
 
+/// The code checks of one conversion: the checker, and the verdict on each (system, code) pair once asked. A
+/// message repeats its codes (the ORU's OBX-8 `N` in every Observation, its OBR-4 in the DiagnosticReport and an
+/// Observation), and a verdict depends on the pair alone (see [`crate::CodeChecker`]), so each pair is asked once.
+struct Checks<'c> {
+    checker: &'c dyn crate::CodeChecker,
+    /// The pair's key (see [`Checks::verdict`]) → its index in `verdicts`.
+    seen: std::collections::HashMap<Box<str>, usize>,
+    verdicts: Vec<CodeCheck>,
+    /// The key being looked up, kept to reuse its buffer.
+    key: String,
+}
+
+impl<'c> Checks<'c> {
+    fn new(checker: &'c dyn crate::CodeChecker) -> Checks<'c> {
+        Checks {
+            checker,
+            seen: std::collections::HashMap::new(),
+            verdicts: Vec::new(),
+            key: String::new(),
+        }
+    }
+
+    /// The checker's verdict on `code` in `system`, asked the first time only.
+    fn verdict(&mut self, system: &str, code: &str) -> &CodeCheck {
+        use fmt::Write as _;
+        self.key.clear();
+        // The system's length first: both may hold any character, so no separator would be unambiguous.
+        let _ = write!(self.key, "{}:{system}{code}", system.len());
+        let i = match self.seen.get(self.key.as_str()) {
+            Some(&i) => i,
+            None => {
+                self.verdicts.push(self.checker.check(system, code));
+                let i = self.verdicts.len() - 1;
+                self.seen.insert(self.key.as_str().into(), i);
+                i
+            }
+        };
+        &self.verdicts[i]
+    }
+}
+
 /// Checks every coding (`coding` items, `class`) against the terminology: fills a missing display from the code
 /// system, reports a code that is not valid (kept as sent).
-fn check_codes(node: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Notes, at: &str) {
+fn check_codes(node: &mut Node, checks: &mut Checks<'_>, notes: &mut Notes, at: &str) {
     match node {
         Node::Obj(fields) => {
             for (k, v) in fields.iter_mut() {
@@ -1895,33 +1937,33 @@ fn check_codes(node: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut No
                 match v {
                     Node::Arr(items) if is_coding_list => {
                         for (_, c) in items.iter_mut() {
-                            check_one(c, checker, notes, at);
+                            check_one(c, checks, notes, at);
                         }
                     }
-                    Node::Obj(_) if k == "class" => check_one(v, checker, notes, at),
-                    _ => check_codes(v, checker, notes, at),
+                    Node::Obj(_) if k == "class" => check_one(v, checks, notes, at),
+                    _ => check_codes(v, checks, notes, at),
                 }
             }
         }
         Node::Arr(items) => items
             .iter_mut()
-            .for_each(|(_, v)| check_codes(v, checker, notes, at)),
+            .for_each(|(_, v)| check_codes(v, checks, notes, at)),
         _ => {}
     }
 }
 
-fn check_one(c: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Notes, at: &str) {
+fn check_one(c: &mut Node, checks: &mut Checks<'_>, notes: &mut Notes, at: &str) {
     let (Some(system), Some(code)) = (c.get_str("system"), c.get_str("code")) else {
         return;
     };
-    let (system, code) = (system.to_string(), code.to_string());
-    match checker.check(&system, &code) {
+    // Every occurrence is reported: the notes' de-duplication keeps the first of equal ones, as before the memo.
+    match checks.verdict(system, code) {
         CodeCheck::NotLoaded => {}
         CodeCheck::Valid { display } => {
             if let Some(d) = display
                 && c.get_str("display").is_none()
             {
-                c.set_if_absent("display".into(), Node::Str(d.into()));
+                c.set_if_absent("display".into(), Node::Str(d.clone().into()));
             }
         }
         CodeCheck::Invalid { message } => notes.add(

@@ -108,6 +108,64 @@ fn two_orders_make_two_reports_and_unmapped_fields_are_reported() {
     assert!(warnings.is_empty(), "{warnings:?}");
 }
 
+/// A terminology that records what it is asked: the CBC panel's code is not valid, the interpretation `N` is.
+#[derive(Default)]
+struct Recording {
+    asked: std::sync::Mutex<Vec<(String, String)>>,
+}
+
+impl v2fhir::CodeChecker for Recording {
+    fn check(&self, system: &str, code: &str) -> v2fhir::CodeCheck {
+        self.asked
+            .lock()
+            .unwrap()
+            .push((system.to_string(), code.to_string()));
+        match code {
+            "58410-2" => v2fhir::CodeCheck::Invalid {
+                message: "unknown code".into(),
+            },
+            "N" => v2fhir::CodeCheck::Valid {
+                display: Some("Normal".into()),
+            },
+            _ => v2fhir::CodeCheck::NotLoaded,
+        }
+    }
+}
+
+#[test]
+fn a_code_is_asked_once_per_message_and_its_verdict_applies_to_every_coding() {
+    // The bench ORU^R01: seven Observations interpreted `N`, the panel's code in two resources.
+    let bytes = include_bytes!("../../../../bench/hl7v2/messages/oru_r01.hl7");
+    let msg = hl7v2::Message::parse(bytes);
+    let checker = Recording::default();
+    let options = v2fhir::Options {
+        checker: Some(&checker),
+        ..Default::default()
+    };
+    let out = v2fhir::convert(&msg, &options);
+    let asked = checker.asked.lock().unwrap().clone();
+    for (i, pair) in asked.iter().enumerate() {
+        assert!(!asked[..i].contains(pair), "{pair:?} asked twice");
+    }
+    assert!(asked.iter().any(|(_, c)| c == "N"), "{asked:?}");
+    let b: Value = serde_json::from_slice(&out.json).unwrap();
+    let normal = resources(&b, "Observation")
+        .iter()
+        .filter(|o| o["interpretation"][0]["coding"][0]["display"] == "Normal")
+        .count();
+    assert_eq!(normal, 7, "every `N` gets the display asked about once");
+    // The invalid code is reported for each resource that carries it, as it was when each coding was asked.
+    let panel: Vec<&str> = out
+        .notes
+        .iter()
+        .filter(|n| n.message.contains("\"58410-2\" is not valid"))
+        .map(|n| n.path.as_str())
+        .collect();
+    assert!(panel.len() >= 2, "{panel:?}");
+    // The Bundle alone is the same bytes.
+    assert_eq!(v2fhir::convert_json(&msg, &options), out.json);
+}
+
 /// A terminology that knows LOINC's 2093-3 only (the converter's caller implements the checker over its own).
 struct OneLoincCode;
 
