@@ -1889,41 +1889,58 @@ fn fix_systems(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
 /// The code checks of one conversion: the checker, and the verdict on each (system, code) pair once asked. A
 /// message repeats its codes (the ORU's OBX-8 `N` in every Observation, its OBR-4 in the DiagnosticReport and an
 /// Observation), and a verdict depends on the pair alone (see [`crate::CodeChecker`]), so each pair is asked once.
+///
+/// A message has a few dozen distinct pairs: a scan of them costs less than hashing a key (a URI of some 60 bytes),
+/// and their text is kept in one buffer. Past [`Checks::MEMO`] pairs, new ones are asked without being kept, so
+/// that a message of thousands of distinct codes costs no more per code than asking.
 struct Checks<'c> {
     checker: &'c dyn crate::CodeChecker,
-    /// The pair's key (see [`Checks::verdict`]) → its index in `verdicts`.
-    seen: std::collections::HashMap<Box<str>, usize>,
-    verdicts: Vec<CodeCheck>,
-    /// The key being looked up, kept to reuse its buffer.
-    key: String,
+    /// Each pair's system and code, one after the other.
+    text: String,
+    /// Each kept pair: where its system ends and its code ends in `text` (its system starts where the previous
+    /// pair's code ends), and its verdict.
+    seen: Vec<(usize, usize, CodeCheck)>,
+    /// The verdict on a pair not kept.
+    last: Option<CodeCheck>,
 }
 
 impl<'c> Checks<'c> {
+    /// The most pairs kept.
+    const MEMO: usize = 64;
+
     fn new(checker: &'c dyn crate::CodeChecker) -> Checks<'c> {
         Checks {
             checker,
-            seen: std::collections::HashMap::new(),
-            verdicts: Vec::new(),
-            key: String::new(),
+            text: String::new(),
+            seen: Vec::new(),
+            last: None,
         }
     }
 
     /// The checker's verdict on `code` in `system`, asked the first time only.
     fn verdict(&mut self, system: &str, code: &str) -> &CodeCheck {
-        use fmt::Write as _;
-        self.key.clear();
-        // The system's length first: both may hold any character, so no separator would be unambiguous.
-        let _ = write!(self.key, "{}:{system}{code}", system.len());
-        let i = match self.seen.get(self.key.as_str()) {
-            Some(&i) => i,
-            None => {
-                self.verdicts.push(self.checker.check(system, code));
-                let i = self.verdicts.len() - 1;
-                self.seen.insert(self.key.as_str().into(), i);
-                i
+        let mut start = 0;
+        let mut found = None;
+        for (i, &(system_end, code_end, _)) in self.seen.iter().enumerate() {
+            // The code first: codes are short and differ early, systems share long prefixes.
+            if &self.text[system_end..code_end] == code && &self.text[start..system_end] == system {
+                found = Some(i);
+                break;
             }
-        };
-        &self.verdicts[i]
+            start = code_end;
+        }
+        if let Some(i) = found {
+            return &self.seen[i].2;
+        }
+        let verdict = self.checker.check(system, code);
+        if self.seen.len() == Self::MEMO {
+            return self.last.insert(verdict);
+        }
+        self.text.push_str(system);
+        let system_end = self.text.len();
+        self.text.push_str(code);
+        self.seen.push((system_end, self.text.len(), verdict));
+        &self.seen[self.seen.len() - 1].2
     }
 }
 

@@ -127,6 +127,9 @@ impl v2fhir::CodeChecker for Recording {
             "N" => v2fhir::CodeCheck::Valid {
                 display: Some("Normal".into()),
             },
+            _ if code.ends_with("-1") => v2fhir::CodeCheck::Valid {
+                display: Some(format!("display of {code}")),
+            },
             _ => v2fhir::CodeCheck::NotLoaded,
         }
     }
@@ -164,6 +167,42 @@ fn a_code_is_asked_once_per_message_and_its_verdict_applies_to_every_coding() {
     assert!(panel.len() >= 2, "{panel:?}");
     // The Bundle alone is the same bytes.
     assert_eq!(v2fhir::convert_json(&msg, &options), out.json);
+}
+
+#[test]
+fn a_message_of_many_distinct_codes_gets_every_verdict() {
+    // 150 results of distinct codes (more than the conversion keeps verdicts for), each interpreted `N`.
+    let mut text = String::from(
+        "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240315150000||ORU^R01^ORU_R01|M1|P|2.5\rPID|1||MRN1^^^HOSP^MR\r\
+         OBR|1|ORD1|FIL1|58410-2^CBC panel^LN\r",
+    );
+    for i in 0..150 {
+        text.push_str(&format!(
+            "OBX|{}|NM|{}-1^^LN||7.5|||N|||F\r",
+            i + 1,
+            10_000 + i
+        ));
+    }
+    let msg = hl7v2::Message::parse(text.as_bytes());
+    let checker = Recording::default();
+    let options = v2fhir::Options {
+        checker: Some(&checker),
+        ..Default::default()
+    };
+    let b: Value = serde_json::from_slice(&v2fhir::convert_json(&msg, &options)).unwrap();
+    let obs = resources(&b, "Observation");
+    assert_eq!(obs.len(), 150);
+    for o in obs {
+        let code = o["code"]["coding"][0]["code"].as_str().unwrap();
+        assert_eq!(
+            o["code"]["coding"][0]["display"],
+            format!("display of {code}")
+        );
+        assert_eq!(o["interpretation"][0]["coding"][0]["display"], "Normal");
+    }
+    let asked = checker.asked.lock().unwrap();
+    let n = asked.iter().filter(|(_, c)| c == "N").count();
+    assert_eq!(n, 1, "`N`, among the first codes seen, is asked once");
 }
 
 /// A terminology that knows LOINC's 2093-3 only (the converter's caller implements the checker over its own).
