@@ -518,6 +518,10 @@ fn checked(ctx: &Ctx<'_>, cs: &CodeSystem, code: &str) -> Checked {
             if !p.code_notes(code).is_empty() {
                 return Checked::Other;
             }
+            // An unknown code (a converter's typo, a local code) without a code system compiled for it.
+            if p.lacks(code) {
+                return Checked::Absent;
+            }
             // The display and status are all that is read here (no language is asked for, so designations
             // play no part): the sameness test holds the lighter detail to the general path's answers.
             compiled = p.compile(&[code], None, Detail::Display);
