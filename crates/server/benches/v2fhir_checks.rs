@@ -14,6 +14,10 @@
 //! ```sh
 //! cargo bench -p server --bench v2fhir_checks
 //! ```
+//!
+//! Before criterion's groups it prints `paired ...` lines: the checks' cost as the median of differences between
+//! rounds of unchecked and checked conversions run alternately (see [`paired`]), the number docs/PERFORMANCE.md
+//! records, as it holds steady on a machine other work shares.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -164,6 +168,40 @@ fn assert_results(valid: &server::TerminologyChecker, unknown: &server::Terminol
     }
 }
 
+/// The checks' cost measured in pairs: rounds of `ITER` conversions without checks, then as many with them (the
+/// order alternating), and the median over rounds of the per-conversion difference. Another process's burst
+/// slows both halves of a round alike, so on a shared machine this is steadier than the difference of two
+/// criterion estimates taken a minute apart. Returns (unchecked, checked, difference) in µs.
+fn paired(bytes: &[u8], checker: &server::TerminologyChecker) -> (f64, f64, f64) {
+    const ROUNDS: usize = 201;
+    const ITER: u32 = 40;
+    let time = |checker: Option<&server::TerminologyChecker>| {
+        let t = std::time::Instant::now();
+        for _ in 0..ITER {
+            black_box(convert(black_box(bytes), checker));
+        }
+        t.elapsed().as_secs_f64() * 1e6 / f64::from(ITER)
+    };
+    let (mut plain, mut checked, mut diff) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let (p, c) = if round % 2 == 0 {
+            let p = time(None);
+            (p, time(Some(checker)))
+        } else {
+            let c = time(Some(checker));
+            (time(None), c)
+        };
+        plain.push(p);
+        checked.push(c);
+        diff.push(c - p);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (median(&mut plain), median(&mut checked), median(&mut diff))
+}
+
 fn benches(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/loinc-cbc");
@@ -172,6 +210,16 @@ fn benches(c: &mut Criterion) {
     let unknown =
         server::TerminologyChecker(terminology(&conformance, &dir.path().join("unknown.store")));
     assert_results(&valid, &unknown);
+    if std::env::args().any(|a| a == "--bench") {
+        for (name, bytes) in [("adt_a01_316B", ADT), ("oru_r01_814B", ORU)] {
+            for (variant, checker) in [("valid", &valid), ("unknown", &unknown)] {
+                let (p, c, d) = paired(bytes, checker);
+                eprintln!(
+                    "paired {name} {variant}: unchecked {p:.1} µs, checked {c:.1} µs, the checks {d:.1} µs (median of per-round differences)"
+                );
+            }
+        }
+    }
     for (name, bytes) in [("adt_a01_316B", ADT), ("oru_r01_814B", ORU)] {
         let mut g = c.benchmark_group(format!("v2fhir_checks/{name}"));
         g.bench_function("unchecked", |b| b.iter(|| convert(black_box(bytes), None)));
