@@ -194,8 +194,24 @@ impl<'a> Ctx<'a> {
             let mut served = (self.providers.iter())
                 .zip(self.provider_systems)
                 .filter(|(p, _)| p.system() == url);
-            if let (Some((_, cs)), None) = (served.next(), served.next()) {
-                return Some(cs.clone());
+            match (served.next(), served.next()) {
+                (Some((_, cs)), None) => return Some(cs.clone()),
+                // Nothing serves `url` and the request brought no resources (every GET, every code the v2-to-FHIR
+                // converter checks): the registry's versions of `url` are the lists below (a URL and version is
+                // there once), picked in place without making them.
+                (None, _) if self.overlay.is_empty() => {
+                    let versions = self.base.code_system_versions(url);
+                    if versions.iter().all(|c| c.content != Content::Supplement) {
+                        return pick(
+                            versions,
+                            None,
+                            |c| c.version.as_deref(),
+                            |c| c.resource["date"].as_str(),
+                        )
+                        .cloned();
+                    }
+                }
+                _ => {}
             }
         }
         let all = self.cs_versions(url);

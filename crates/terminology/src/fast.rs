@@ -295,7 +295,7 @@ impl Terminology {
     /// `CodeSystem/$validate-code` of `code` in the code system `url` (no version), the verdict alone, when the
     /// fast path can give it: a valid code with the `display` of [`Terminology::run`]'s answer, a code the code
     /// system does not have with the answer's `message`, or a system not loaded. `None` for everything else (a
-    /// code with a note, a fragment, a draft code system), which the general path answers. For callers that check many codes and
+    /// code with a note, a fragment), which the general path answers. For callers that check many codes and
     /// read only the verdict, as the v2-to-FHIR converter does, without writing and reading the answer's JSON.
     pub fn code_verdict_fast(&self, url: &str, code: &str) -> Option<CodeVerdict> {
         let ctx = self.plain_context();
@@ -306,9 +306,10 @@ impl Terminology {
             // Nothing serves the system and no resource (a supplement at most) has its URL.
             return Some(CodeVerdict::UnknownSystem);
         };
-        if status_label(&cs.resource).is_some() {
-            return None;
-        }
+        // A draft, experimental or deprecated code system (`status_label`) is answered here too, unlike in
+        // `validate_cs`: its status adds only an information issue to the general answer (`status_issue`), which
+        // is in neither its `display` nor its `message`. R4's own copies of THO code systems are drafts
+        // (`provenance-participant-type` 4.0.1, which the v2-to-FHIR guide writes into every Provenance).
         match checked(&ctx, &cs, code) {
             Checked::Valid(valid) => Some(CodeVerdict::Valid {
                 display: valid.display,
@@ -516,6 +517,10 @@ fn checked(ctx: &Ctx<'_>, cs: &CodeSystem, code: &str) -> Checked {
             }
             if !p.code_notes(code).is_empty() {
                 return Checked::Other;
+            }
+            // An unknown code (a converter's typo, a local code) without a code system compiled for it.
+            if p.lacks(code) {
+                return Checked::Absent;
             }
             // The display and status are all that is read here (no language is asked for, so designations
             // play no part): the sameness test holds the lighter detail to the general path's answers.

@@ -177,6 +177,14 @@ pub trait CodeSystemProvider: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// For the fast path's `$validate-code`: `true` when the code system has no concept of `code` in any case,
+    /// told without compiling (what [`Self::compile`] of the code would show by having no concept). `false`
+    /// when it has one or the provider does not tell.
+    fn lacks(&self, code: &str) -> bool {
+        let _ = code;
+        false
+    }
+
     /// For an expansion's page compiled at [`Detail::Display`] in the code system's own language: `Some(display)`
     /// when the concept `code` would carry nothing an expansion shows but its code and display (active, not
     /// abstract, no status, extensions or properties shown unasked), so that the page need not be compiled.

@@ -1512,8 +1512,9 @@ impl<'m, 'a> Ctx<'m, 'a> {
 
     fn finish(mut self) -> Conversion {
         if let Some(checker) = self.opts.checker {
+            let mut checks = Checks::new(checker);
             for b in &mut self.resources {
-                check_codes(&mut b.node, checker, &mut self.notes, b.key.ty.name());
+                check_codes(&mut b.node, &mut checks, &mut self.notes, b.key.ty.name());
             }
         }
         let mut bundle = std::mem::replace(&mut self.bundle, Node::placeholder(self.bump));
@@ -2141,9 +2142,67 @@ fn fix_systems(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
     }
 }
 
+/// The code checks of one conversion: the checker, and the verdict on each (system, code) pair once asked. A
+/// message repeats its codes (the ORU's OBX-8 `N` in every Observation, its OBR-4 in the DiagnosticReport and an
+/// Observation), and a verdict depends on the pair alone (see [`crate::CodeChecker`]), so each pair is asked once.
+///
+/// A message has a few dozen distinct pairs: a scan of them costs less than hashing a key (a URI of some 60 bytes),
+/// and their text is kept in one buffer. Past [`Checks::MEMO`] pairs, new ones are asked without being kept, so
+/// that a message of thousands of distinct codes costs no more per code than asking.
+struct Checks<'c> {
+    checker: &'c dyn crate::CodeChecker,
+    /// Each pair's system and code, one after the other.
+    text: String,
+    /// Each kept pair: where its system ends and its code ends in `text` (its system starts where the previous
+    /// pair's code ends), and its verdict.
+    seen: Vec<(usize, usize, CodeCheck)>,
+    /// The verdict on a pair not kept.
+    last: Option<CodeCheck>,
+}
+
+impl<'c> Checks<'c> {
+    /// The most pairs kept.
+    const MEMO: usize = 64;
+
+    fn new(checker: &'c dyn crate::CodeChecker) -> Checks<'c> {
+        Checks {
+            checker,
+            text: String::new(),
+            seen: Vec::new(),
+            last: None,
+        }
+    }
+
+    /// The checker's verdict on `code` in `system`, asked the first time only.
+    fn verdict(&mut self, system: &str, code: &str) -> &CodeCheck {
+        let mut start = 0;
+        let mut found = None;
+        for (i, &(system_end, code_end, _)) in self.seen.iter().enumerate() {
+            // The code first: codes are short and differ early, systems share long prefixes.
+            if &self.text[system_end..code_end] == code && &self.text[start..system_end] == system {
+                found = Some(i);
+                break;
+            }
+            start = code_end;
+        }
+        if let Some(i) = found {
+            return &self.seen[i].2;
+        }
+        let verdict = self.checker.check(system, code);
+        if self.seen.len() == Self::MEMO {
+            return self.last.insert(verdict);
+        }
+        self.text.push_str(system);
+        let system_end = self.text.len();
+        self.text.push_str(code);
+        self.seen.push((system_end, self.text.len(), verdict));
+        &self.seen[self.seen.len() - 1].2
+    }
+}
+
 /// Checks every coding (`coding` items, `class`) against the terminology: fills a missing display from the code
 /// system, reports a code that is not valid (kept as sent).
-fn check_codes(node: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Notes, at: &str) {
+fn check_codes(node: &mut Node, checks: &mut Checks<'_>, notes: &mut Notes, at: &str) {
     match node {
         Node::Obj(fields) => {
             for (k, v) in fields.iter_mut() {
@@ -2151,27 +2210,27 @@ fn check_codes(node: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut No
                 match v {
                     Node::Arr(items) if is_coding_list => {
                         for (_, c) in items.iter_mut() {
-                            check_one(c, checker, notes, at);
+                            check_one(c, checks, notes, at);
                         }
                     }
-                    Node::Obj(_) if *k == "class" => check_one(v, checker, notes, at),
-                    _ => check_codes(v, checker, notes, at),
+                    Node::Obj(_) if *k == "class" => check_one(v, checks, notes, at),
+                    _ => check_codes(v, checks, notes, at),
                 }
             }
         }
         Node::Arr(items) => items
             .iter_mut()
-            .for_each(|(_, v)| check_codes(v, checker, notes, at)),
+            .for_each(|(_, v)| check_codes(v, checks, notes, at)),
         _ => {}
     }
 }
 
-fn check_one(c: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Notes, at: &str) {
+fn check_one(c: &mut Node, checks: &mut Checks<'_>, notes: &mut Notes, at: &str) {
     let (Some(system), Some(code)) = (c.get_str("system"), c.get_str("code")) else {
         return;
     };
-    let (system, code) = (system.to_string(), code.to_string());
-    match checker.check(&system, &code) {
+    // Every occurrence is reported: the notes' de-duplication keeps the first of equal ones, as before the memo.
+    match checks.verdict(system, code) {
         CodeCheck::NotLoaded => {}
         CodeCheck::Valid { display } => {
             if let Some(d) = display
@@ -2182,7 +2241,7 @@ fn check_one(c: &mut Node, checker: &dyn crate::CodeChecker, notes: &mut Notes, 
                     Node::Obj(f) => f.bump(),
                     _ => return,
                 };
-                c.set_if_absent("display", Node::Str(bump.alloc_str(&d)));
+                c.set_if_absent("display", Node::Str(bump.alloc_str(d)));
             }
         }
         CodeCheck::Invalid { message } => notes.add(

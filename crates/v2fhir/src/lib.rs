@@ -60,6 +60,9 @@ pub enum CodeCheck {
 }
 
 /// Checks codes against a terminology (implemented by the caller).
+///
+/// The verdict is a function of the pair: a conversion asks about each (system, code) pair once and applies the
+/// answer to every coding that has it.
 pub trait CodeChecker: Sync {
     /// Checks `code` in the code system `system` (a FHIR URI).
     fn check(&self, system: &str, code: &str) -> CodeCheck;

@@ -589,6 +589,11 @@ impl CodeSystemProvider for LoincProvider {
         Some(out.finish())
     }
 
+    /// `compile` keeps the codes `find` finds.
+    fn lacks(&self, code: &str) -> bool {
+        self.store.find(code).is_none()
+    }
+
     /// A code spelled as stored, neither deprecated (`inactive`, reported for LOINC) nor of a deprecated
     /// status: its display, as the compiled concept gives it.
     fn plain_display(&self, code: &str) -> Option<Option<String>> {

@@ -425,19 +425,29 @@ impl LoincStore {
 
     /// The first concept (in code order) whose code equals `code` ignoring case.
     pub fn find_any_case(&self, code: &str) -> Option<u32> {
+        use std::cmp::Ordering;
         let want = code.to_lowercase();
         let n = self.words(Sec::Lower).min(self.len);
-        let key = |k: usize| self.code(self.word(Sec::Lower, k)).to_lowercase();
+        // The stored code's lowercase against `want`. A code in ASCII (every LOINC code) is lowered byte by byte
+        // as it is compared, not copied at each step of the search (an unknown code is searched for so).
+        let cmp = |k: usize| -> Ordering {
+            let stored = self.code(self.word(Sec::Lower, k));
+            if stored.is_ascii() {
+                (stored.bytes().map(|b| b.to_ascii_lowercase())).cmp(want.bytes())
+            } else {
+                stored.to_lowercase().as_str().cmp(want.as_str())
+            }
+        };
         let (mut lo, mut hi) = (0usize, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if key(mid) < want {
+            if cmp(mid) == Ordering::Less {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
         }
-        (lo < n && key(lo) == want).then(|| self.word(Sec::Lower, lo))
+        (lo < n && cmp(lo) == Ordering::Equal).then(|| self.word(Sec::Lower, lo))
     }
 
     /// The concept `code`: exact, else ignoring case (LOINC is case-insensitive).

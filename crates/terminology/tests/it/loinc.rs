@@ -542,3 +542,31 @@ fn a_damaged_or_foreign_store_is_refused_not_served() {
     assert!(refused(&good[..good.len() / 2]).contains("truncated"));
     assert!(refused(b"{\"resourceType\": \"Bundle\"}").contains("not a LOINC store"));
 }
+
+#[test]
+fn a_code_is_found_ignoring_case_and_an_unknown_one_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("loinc.store");
+    import_loinc_store(&subset(), Some("2.82"), &path).unwrap();
+    let provider = LoincProvider::open(&path).unwrap();
+    let store = provider.store();
+    let codes: Vec<String> = (0..store.len() as u32)
+        .map(|i| store.code(i).to_string())
+        .collect();
+    assert!(codes.len() > 300, "{} codes", codes.len());
+    for code in &codes {
+        for spelled in [code.to_lowercase(), code.to_uppercase()] {
+            let i = store
+                .find_any_case(&spelled)
+                .unwrap_or_else(|| panic!("{spelled} not found"));
+            assert_eq!(store.code(i).to_lowercase(), code.to_lowercase());
+            assert_eq!(
+                store.find(&spelled).map(|i| store.code(i).to_lowercase()),
+                Some(code.to_lowercase())
+            );
+        }
+    }
+    for bogus in ["", "0", "6690-2x", "lp", "zz-9", "Σ-1", "ß"] {
+        assert_eq!(store.find_any_case(bogus), None, "{bogus}");
+    }
+}

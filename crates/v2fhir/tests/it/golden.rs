@@ -108,6 +108,103 @@ fn two_orders_make_two_reports_and_unmapped_fields_are_reported() {
     assert!(warnings.is_empty(), "{warnings:?}");
 }
 
+/// A terminology that records what it is asked: the CBC panel's code is not valid, the interpretation `N` is.
+#[derive(Default)]
+struct Recording {
+    asked: std::sync::Mutex<Vec<(String, String)>>,
+}
+
+impl v2fhir::CodeChecker for Recording {
+    fn check(&self, system: &str, code: &str) -> v2fhir::CodeCheck {
+        self.asked
+            .lock()
+            .unwrap()
+            .push((system.to_string(), code.to_string()));
+        match code {
+            "58410-2" => v2fhir::CodeCheck::Invalid {
+                message: "unknown code".into(),
+            },
+            "N" => v2fhir::CodeCheck::Valid {
+                display: Some("Normal".into()),
+            },
+            _ if code.ends_with("-1") => v2fhir::CodeCheck::Valid {
+                display: Some(format!("display of {code}")),
+            },
+            _ => v2fhir::CodeCheck::NotLoaded,
+        }
+    }
+}
+
+#[test]
+fn a_code_is_asked_once_per_message_and_its_verdict_applies_to_every_coding() {
+    // The bench ORU^R01: seven Observations interpreted `N`, the panel's code in two resources.
+    let bytes = include_bytes!("../../../../bench/hl7v2/messages/oru_r01.hl7");
+    let msg = hl7v2::Message::parse(bytes);
+    let checker = Recording::default();
+    let options = v2fhir::Options {
+        checker: Some(&checker),
+        ..Default::default()
+    };
+    let out = v2fhir::convert(&msg, &options);
+    let asked = checker.asked.lock().unwrap().clone();
+    for (i, pair) in asked.iter().enumerate() {
+        assert!(!asked[..i].contains(pair), "{pair:?} asked twice");
+    }
+    assert!(asked.iter().any(|(_, c)| c == "N"), "{asked:?}");
+    let b: Value = serde_json::from_slice(&out.json).unwrap();
+    let normal = resources(&b, "Observation")
+        .iter()
+        .filter(|o| o["interpretation"][0]["coding"][0]["display"] == "Normal")
+        .count();
+    assert_eq!(normal, 7, "every `N` gets the display asked about once");
+    // The invalid code is reported for each resource that carries it, as it was when each coding was asked.
+    let panel: Vec<&str> = out
+        .notes
+        .iter()
+        .filter(|n| n.message.contains("\"58410-2\" is not valid"))
+        .map(|n| n.path.as_str())
+        .collect();
+    assert!(panel.len() >= 2, "{panel:?}");
+    // The Bundle alone is the same bytes.
+    assert_eq!(v2fhir::convert_json(&msg, &options), out.json);
+}
+
+#[test]
+fn a_message_of_many_distinct_codes_gets_every_verdict() {
+    // 150 results of distinct codes (more than the conversion keeps verdicts for), each interpreted `N`.
+    let mut text = String::from(
+        "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240315150000||ORU^R01^ORU_R01|M1|P|2.5\rPID|1||MRN1^^^HOSP^MR\r\
+         OBR|1|ORD1|FIL1|58410-2^CBC panel^LN\r",
+    );
+    for i in 0..150 {
+        text.push_str(&format!(
+            "OBX|{}|NM|{}-1^^LN||7.5|||N|||F\r",
+            i + 1,
+            10_000 + i
+        ));
+    }
+    let msg = hl7v2::Message::parse(text.as_bytes());
+    let checker = Recording::default();
+    let options = v2fhir::Options {
+        checker: Some(&checker),
+        ..Default::default()
+    };
+    let b: Value = serde_json::from_slice(&v2fhir::convert_json(&msg, &options)).unwrap();
+    let obs = resources(&b, "Observation");
+    assert_eq!(obs.len(), 150);
+    for o in obs {
+        let code = o["code"]["coding"][0]["code"].as_str().unwrap();
+        assert_eq!(
+            o["code"]["coding"][0]["display"],
+            format!("display of {code}")
+        );
+        assert_eq!(o["interpretation"][0]["coding"][0]["display"], "Normal");
+    }
+    let asked = checker.asked.lock().unwrap();
+    let n = asked.iter().filter(|(_, c)| c == "N").count();
+    assert_eq!(n, 1, "`N`, among the first codes seen, is asked once");
+}
+
 /// A terminology that knows LOINC's 2093-3 only (the converter's caller implements the checker over its own).
 struct OneLoincCode;
 
