@@ -158,6 +158,19 @@ impl Cond {
         }
     }
 
+    /// The condition reads a segment (a segment's element, or whether a segment is present).
+    pub(crate) fn reads_segment(&self) -> bool {
+        match self {
+            Cond::SegmentPresent(_) => true,
+            Cond::Always | Cond::Unparsed => false,
+            Cond::Valued(r) | Cond::Equals(r, _) | Cond::In(r, _) => r.segment.is_some(),
+            Cond::Count(r, _, _) | Cond::Length(r, _, _) => r.segment.is_some(),
+            Cond::EqualsRef(a, b) => a.segment.is_some() || b.segment.is_some(),
+            Cond::Not(c) => c.reads_segment(),
+            Cond::And(a, b) | Cond::Or(a, b) => a.reads_segment() || b.reads_segment(),
+        }
+    }
+
     /// The condition (or a part of it) could not be read.
     pub(crate) fn is_unparsed(&self) -> bool {
         match self {

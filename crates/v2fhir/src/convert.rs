@@ -55,6 +55,8 @@ struct Ctx<'m, 'a> {
     linked: Vec<&'m str>,
     reference_from_message: bool,
     notes: Notes,
+    /// The value resources built so far and their full URLs (see [`Ctx::value_resource`]).
+    value_memo: Vec<(ValueKey<'a>, Option<&'m str>)>,
     /// Spare row lists for [`Ctx::apply_map`] (which recurses), so that each call does not allocate its own.
     spare: Vec<Vec<u32>>,
     /// Spare value lists for [`Ctx::apply_map`]: a row's repetitions, read once.
@@ -480,6 +482,19 @@ impl Facts for SrcFacts<'_, '_, '_> {
     }
 }
 
+/// What a value resource is built from: the data type map (by address), the value's bytes and level, the
+/// segment when the map's conditions read it (0 otherwise), and the nesting depth when the build may reach its
+/// bound (0 otherwise).
+#[derive(PartialEq)]
+struct ValueKey<'a> {
+    map: usize,
+    raw: &'a [u8],
+    /// `None` for a value without separators.
+    level: Option<Level>,
+    segment: u32,
+    depth: usize,
+}
+
 /// The message map for a structure: its own, or the family's (`ADT_A03` → `ADT_A01`).
 fn message_map(structure: &str) -> Option<(&'static str, &'static MessageMap)> {
     let m = maps();
@@ -510,11 +525,14 @@ pub(crate) struct Notes {
     list: Vec<Note>,
     /// Whether information notes are kept.
     info: bool,
+    /// How many notes were made, kept or not: whether a step of the conversion had something to say.
+    made: usize,
 }
 
 impl Notes {
     /// Records a note (an information note only when the report is asked for); `message` is formatted only then.
     fn add(&mut self, severity: Severity, path: impl fmt::Display, message: fmt::Arguments<'_>) {
+        self.made += 1;
         if severity == Severity::Information && !self.info {
             return;
         }
@@ -530,6 +548,7 @@ impl Notes {
         path: impl fmt::Display,
         message: fmt::Arguments<'_>,
     ) {
+        self.made += 1;
         self.list.push(Note {
             severity,
             path: path.to_string(),
@@ -604,7 +623,9 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         notes: Notes {
             list: Vec::new(),
             info: report,
+            made: 0,
         },
+        value_memo: Vec::new(),
         spare: Vec::new(),
         spare_values: Vec::new(),
         spare_written: Vec::new(),
@@ -1207,7 +1228,57 @@ impl<'m, 'a> Ctx<'m, 'a> {
 
     /// A data type map that builds a resource (`HD[Organization]`, `XCN[Practitioner]`): builds it, adds it to
     /// the Bundle once per distinct content, and returns its full URL.
+    ///
+    /// The same map applied to the same value gives the same resource (`HD[Organization]` of `Hospital` in MSH-4,
+    /// PID-3 and PV1-3): built once, unless building it made a note (whose path names where the value was), and
+    /// once per segment when the map's conditions read the segment.
     fn value_resource(
+        &mut self,
+        map: &'static ElementMap,
+        src: Src<'_, 'a>,
+        present: &dyn Fn(&str) -> bool,
+        depth: usize,
+    ) -> Option<&'m str> {
+        let key = match src {
+            Src::Val(v, _) => Some(ValueKey {
+                map: std::ptr::from_ref(map) as usize,
+                raw: v.raw(),
+                // A value without separators has the same parts at any level (itself): `Hospital` as MSH-4 and as
+                // PID-3.4 is one organization.
+                level: {
+                    let d = self.msg.delimiters();
+                    let flat = v.level() != Level::Verbatim
+                        && !v.raw().iter().any(|&b| {
+                            b == d.component || b == d.repetition || Some(b) == d.subcomponent
+                        });
+                    (!flat).then(|| v.level())
+                },
+                segment: if map.reads_segments { self.segment } else { 0 },
+                // The depth changes nothing unless the build may reach the bound on nesting.
+                depth: if depth + 1 + usize::from(map.nesting) > MAX_DEPTH {
+                    depth
+                } else {
+                    0
+                },
+            }),
+            Src::Seg(_) => None,
+        };
+        if let Some(key) = &key
+            && let Some((_, url)) = self.value_memo.iter().find(|(k, _)| k == key)
+        {
+            return *url;
+        }
+        let made = self.notes.made;
+        let url = self.build_value_resource(map, src, present, depth);
+        if let Some(key) = key
+            && self.notes.made == made
+        {
+            self.value_memo.push((key, url));
+        }
+        url
+    }
+
+    fn build_value_resource(
         &mut self,
         map: &'static ElementMap,
         src: Src<'_, 'a>,
@@ -1496,6 +1567,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let mut sink = Notes {
             list: Vec::new(),
             info: false,
+            made: 0,
         };
         write(
             self.bump,

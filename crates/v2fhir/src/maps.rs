@@ -216,6 +216,11 @@ pub(crate) struct ElementMap {
     /// `Identifier`, `string` for `XPN[String]`).
     pub(crate) target: Option<TypeShape>,
     pub(crate) rows: Vec<ElementRow>,
+    /// A row's condition, or a data type map it applies, reads the segment (not only the value): what the map
+    /// gives a value then depends on where the value is.
+    pub(crate) reads_segments: bool,
+    /// How deep data type maps nest below this one (16 or more for a cycle).
+    pub(crate) nesting: u8,
     /// Field (component) number → the indexes of the rows that read it and write something, in order: a
     /// segment or value has few valued fields, so the converter visits their rows only.
     pub(crate) by_first: Vec<Vec<u32>>,
@@ -524,6 +529,8 @@ fn compile() -> Maps {
                     target: map_target(map),
                     rows: Vec::new(),
                     by_first: Vec::new(),
+                    reads_segments: false,
+                    nesting: 0,
                 });
                 elements.len() - 1
             });
@@ -627,6 +634,48 @@ fn compile() -> Maps {
                 m.by_first.resize_with(f + 1, Vec::new);
             }
             m.by_first[f].push(i as u32);
+        }
+    }
+
+    // Which maps read the segment, through their own conditions or a data type map they apply.
+    let mut reads: Vec<bool> = elements
+        .iter()
+        .map(|m| m.rows.iter().any(|r| r.cond.reads_segment()))
+        .collect();
+    loop {
+        let mut changed = false;
+        for (i, m) in elements.iter().enumerate() {
+            if !reads[i] && m.rows.iter().any(|r| r.dt.is_some_and(|d| reads[d])) {
+                reads[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (m, r) in elements.iter_mut().zip(reads) {
+        m.reads_segments = r;
+    }
+    // How deep data type maps nest below each map: relaxed until nothing grows (a cycle stops at the cap).
+    const NESTING_CAP: u8 = 16;
+    for _ in 0..NESTING_CAP {
+        let mut changed = false;
+        for i in 0..elements.len() {
+            let deepest = elements[i]
+                .rows
+                .iter()
+                .filter_map(|r| r.dt)
+                .map(|d| elements[d].nesting.saturating_add(1).min(NESTING_CAP))
+                .max()
+                .unwrap_or(0);
+            if deepest > elements[i].nesting {
+                elements[i].nesting = deepest;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
         }
     }
 
