@@ -159,6 +159,9 @@ pub(crate) struct ElementRow {
     /// The attribute path (`$value`: `value`, for maps onto a complex type) resolved against the map's target
     /// type, the type the row is nearly always applied to.
     pub(crate) resolved: Option<Resolved>,
+    /// The path resolved against the other type the row was first applied to (a map onto `Quantity` writing a
+    /// `SimpleQuantity`), kept for the next time.
+    pub(crate) resolved_other: OnceLock<Resolved>,
 }
 
 impl ElementRow {
@@ -170,7 +173,15 @@ impl ElementRow {
     ) -> std::borrow::Cow<'_, Resolved> {
         match &self.resolved {
             Some(r) if r.ty == ty => std::borrow::Cow::Borrowed(r),
-            _ => std::borrow::Cow::Owned(Resolved::new(ty, steps)),
+            _ => {
+                // Another thread may have kept another type first: the kept one is used only when it is this.
+                let kept = self.resolved_other.get_or_init(|| Resolved::new(ty, steps));
+                if kept.ty == ty {
+                    std::borrow::Cow::Borrowed(kept)
+                } else {
+                    std::borrow::Cow::Owned(Resolved::new(ty, steps))
+                }
+            }
         }
     }
 }
@@ -568,6 +579,7 @@ fn compile() -> Maps {
                     label: element,
                     attr_label: "",
                     resolved: None,
+                    resolved_other: OnceLock::new(),
                 });
                 continue;
             };
@@ -616,6 +628,7 @@ fn compile() -> Maps {
                 label: element,
                 attr_label,
                 resolved,
+                resolved_other: OnceLock::new(),
             });
         }
     }
