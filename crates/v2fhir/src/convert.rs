@@ -1968,10 +1968,20 @@ fn first_text_plain<'a>(
             .and_then(|t| t.get(at..at + len))
             .filter(|s| s.as_ptr() == raw.as_ptr());
         if let Some(t) = sliced.or_else(|| std::str::from_utf8(raw).ok()) {
-            return Cow::Borrowed(t.trim());
+            return Cow::Borrowed(trim_ascii_text(t));
         }
     }
     first_text(v)
+}
+
+/// `str::trim` of ASCII text, by bytes: what `trim` removes from ASCII is tab to carriage return and space.
+fn trim_ascii_text(t: &str) -> &str {
+    let ws = |b: &u8| matches!(b, b'\t'..=b'\r' | b' ');
+    let bytes = t.as_bytes();
+    let start = bytes.iter().position(|b| !ws(b)).unwrap_or(bytes.len());
+    let end = bytes.iter().rposition(|b| !ws(b)).map_or(start, |i| i + 1);
+    // Both ends are at ASCII bytes: character boundaries.
+    t.get(start..end).unwrap_or_default()
 }
 
 /// The text of a value's first component (the whole value when it has none), trimmed.
@@ -2358,6 +2368,23 @@ mod tests {
     use super::*;
 
     const ORU: &[u8] = include_bytes!("../../../bench/hl7v2/messages/oru_r01.hl7");
+
+    /// `trim_ascii_text` is `str::trim` on ASCII: every ASCII byte around and inside a short text.
+    #[test]
+    fn ascii_trim_is_trim() {
+        for a in 0u8..128 {
+            for b in 0u8..128 {
+                for t in [
+                    format!("{}x{}", a as char, b as char),
+                    format!("{}{}", a as char, b as char),
+                    format!("{}", a as char),
+                    String::new(),
+                ] {
+                    assert_eq!(trim_ascii_text(&t), t.trim(), "{t:?}");
+                }
+            }
+        }
+    }
 
     fn bundle(bytes: &[u8]) -> Vec<u8> {
         convert(&Message::parse(bytes), &Options::default(), false).json

@@ -221,6 +221,7 @@ pub(crate) fn write_str<S: Sink>(s: &str, out: &mut S) {
 /// tested at a time (a word per step rather than three comparisons per byte), the last word overlapping the one
 /// before it, so that no string of a word or more is walked byte by byte unless it has such a byte (the strings
 /// written are short: a code, a date, a name).
+#[inline]
 fn escape_at(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
