@@ -79,13 +79,19 @@ pub(crate) trait Facts {
     fn segment_present(&self, id: &str) -> bool;
     /// How many of [`Facts::values`] there are (`LST.count`, `COUNT`).
     fn count(&self, r: &Ref) -> usize {
-        let mut n = 0;
-        self.values(r, &mut |_| {
-            n += 1;
-            true
-        });
-        n
+        count_of_values(self, r)
     }
+}
+
+/// How many of `facts`' [`Facts::values`] of `r` there are: what [`Facts::count`] gives unless an implementation
+/// knows a shorter way.
+pub(crate) fn count_of_values<F: Facts + ?Sized>(facts: &F, r: &Ref) -> usize {
+    let mut n = 0;
+    facts.values(r, &mut |_| {
+        n += 1;
+        true
+    });
+    n
 }
 
 /// The first of `facts`' [`Facts::values`] of `r` (`None`: not valued), given to `visit`: what [`Facts::first`]

@@ -345,13 +345,8 @@ fn visit_texts<'a>(vals: impl Iterator<Item = Value<'a>>, visit: &mut dyn FnMut(
     }
 }
 
-/// The first non-empty trimmed text of `vals`, as [`visit_texts`] would visit it first.
-fn first_of<'a>(vals: impl Iterator<Item = Value<'a>>) -> Option<Cow<'a, str>> {
-    vals.into_iter().find_map(text_of)
-}
-
-/// [`first_of`] the segment's element (`first`, `second`), as [`Src::element`] yields it, walked without
-/// iterator adaptors (conditions ask for it once per segment, and most of their cost was the adaptors).
+/// The first non-empty trimmed text of the segment's element (`first`, `second`), as [`Src::element`] yields it,
+/// walked without iterator adaptors (conditions ask for it once per segment; most of their cost was the adaptors).
 fn first_in_segment<'a>(view: &SegView<'a>, first: u16, second: u16) -> Option<Cow<'a, str>> {
     let f = view.field(usize::from(first))?;
     let text_at = |r: Value<'a>| {
@@ -411,7 +406,7 @@ impl Facts for SrcFacts<'_, '_, '_> {
                 }
             })
             .filter(|c| !c.is_empty() && !c.is_null());
-            return visit(first_of(c.into_iter()).as_deref());
+            return visit(c.and_then(text_of).as_deref());
         }
         let own = match &r.segment {
             Some(id) => eq_short(view.id, id),
@@ -457,16 +452,8 @@ impl Facts for SrcFacts<'_, '_, '_> {
     fn count(&self, r: &Ref) -> usize {
         let view = self.src.view();
         let own = matches!((&r.segment, self.src), (Some(id), _) if eq_short(view.id, id));
-        let count_values = || {
-            let mut n = 0;
-            self.values(r, &mut |_| {
-                n += 1;
-                true
-            });
-            n
-        };
         if !own {
-            return count_values();
+            return crate::condition::count_of_values(self, r);
         }
         if let Some(&(_, _, n)) = view
             .counts
@@ -476,7 +463,7 @@ impl Facts for SrcFacts<'_, '_, '_> {
         {
             return n;
         }
-        let n = count_values();
+        let n = crate::condition::count_of_values(self, r);
         view.counts.borrow_mut().push((r.first, r.second, n));
         n
     }
