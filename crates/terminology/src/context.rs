@@ -202,13 +202,7 @@ impl<'a> Ctx<'a> {
                 (None, _) if self.overlay.is_empty() => {
                     let versions = self.base.code_system_versions(url);
                     if versions.iter().all(|c| c.content != Content::Supplement) {
-                        return pick(
-                            versions,
-                            None,
-                            |c| c.version.as_deref(),
-                            |c| c.resource["date"].as_str(),
-                        )
-                        .cloned();
+                        return pick_cs(versions, None).cloned();
                     }
                 }
                 _ => {}
@@ -219,27 +213,16 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .filter(|c| c.content != Content::Supplement)
             .collect();
-        pick(
-            &all,
-            version,
-            |c| c.version.as_deref(),
-            |c| c.resource["date"].as_str(),
-        )
-        .cloned()
+        pick_cs(&all, version).cloned()
     }
 
     /// A supplement with canonical `url` (and version).
     pub fn find_supplement(&self, url: &str) -> Option<Arc<CodeSystem>> {
         let (u, v) = split_canonical(url);
         let all = self.cs_versions(u);
-        pick(
-            &all,
-            v,
-            |c| c.version.as_deref(),
-            |c| c.resource["date"].as_str(),
-        )
-        .filter(|c| c.content == Content::Supplement)
-        .cloned()
+        pick_cs(&all, v)
+            .filter(|c| c.content == Content::Supplement)
+            .cloned()
     }
 
     /// The value set an operation is asked about: the `valueSet` resource in the request, else the one named by
@@ -476,6 +459,16 @@ pub fn with_sources(cs: &CodeSystem, compiled: CodeSystem) -> CodeSystem {
         out.applied_supplements = cs.applied_supplements.clone();
         out
     }
+}
+
+/// The code system of `all` in `version` (a pattern) or the newest: [`pick`] by a code system's version and date.
+fn pick_cs<'a>(all: &'a [Arc<CodeSystem>], version: Option<&str>) -> Option<&'a Arc<CodeSystem>> {
+    pick(
+        all,
+        version,
+        |c| c.version.as_deref(),
+        |c| c.resource["date"].as_str(),
+    )
 }
 
 /// Splits `url|version`.
