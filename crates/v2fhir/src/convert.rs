@@ -47,6 +47,9 @@ struct Ctx<'m, 'a> {
     /// The hash of the identity, the first part of every id's hash.
     identity: Fnv,
     resources: Vec<Built<'m>>,
+    /// The indexes of `resources` by key, in creation order: a row's instance and a link's ends are the newest
+    /// of a key, found without walking every resource (a message of thousands of OBX made that quadratic).
+    by_key: Vec<(Key, Vec<usize>)>,
     /// Resources built from a value (`assigner(Organization)`), deduplicated by content.
     value_resources: Vec<(&'m str, TypeShape, Node<'m>)>,
     bundle: Node<'m>,
@@ -603,6 +606,7 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         identity: Fnv::new().part(&identity),
         // About one resource per segment, and a few built from values (no growth copies for most messages).
         resources: Vec::with_capacity(msg.segment_count() + 4),
+        by_key: Vec::new(),
         value_resources: Vec::with_capacity(8),
         bundle: Node::obj(bump),
         linked: Vec::new(),
@@ -876,6 +880,31 @@ impl<'m, 'a> Ctx<'m, 'a> {
         uuid_v8(self.bump, a, b)
     }
 
+    /// The newest resource of `key` that `test` accepts, among those created by segment `since` or later (the
+    /// resources are in segment order: the search stops at the first one made before).
+    fn newest(&self, key: &Key, since: usize, test: impl Fn(&Built<'m>) -> bool) -> Option<usize> {
+        let (_, list) = self.by_key.iter().find(|(k, _)| k == key)?;
+        list.iter()
+            .rev()
+            .copied()
+            .take_while(|&i| self.resources[i].creator >= since)
+            .find(|&i| test(&self.resources[i]))
+    }
+
+    /// [`Ctx::newest`] among the resources of any key of type `ty`.
+    fn newest_of_type(
+        &self,
+        ty: TypeShape,
+        since: usize,
+        test: impl Fn(&Built<'m>) -> bool,
+    ) -> Option<usize> {
+        self.by_key
+            .iter()
+            .filter(|(k, _)| k.ty == ty)
+            .filter_map(|(k, _)| self.newest(k, since, &test))
+            .max()
+    }
+
     /// The index of the resource a row writes: an existing instance in scope, or a new one.
     fn instance(
         &mut self,
@@ -884,17 +913,16 @@ impl<'m, 'a> Ctx<'m, 'a> {
         creates: bool,
         scope_depth: usize,
     ) -> Option<usize> {
-        let found = self.resources.iter().rposition(|b| {
-            b.key == *key
-                && if creates {
-                    b.creator == index
-                } else {
-                    let scope = &placed[b.creator];
-                    scope.len() >= scope_depth
-                        && groups.len() >= scope_depth
-                        && scope[..scope_depth] == groups[..scope_depth]
-                }
-        });
+        let found = if creates {
+            self.newest(key, index, |b| b.creator == index)
+        } else {
+            self.newest(key, 0, |b| {
+                let scope = &placed[b.creator];
+                scope.len() >= scope_depth
+                    && groups.len() >= scope_depth
+                    && scope[..scope_depth] == groups[..scope_depth]
+            })
+        };
         if let Some(i) = found {
             return Some(i);
         }
@@ -914,7 +942,12 @@ impl<'m, 'a> Ctx<'m, 'a> {
             node,
             creator: index,
         });
-        Some(self.resources.len() - 1)
+        let at = self.resources.len() - 1;
+        match self.by_key.iter_mut().find(|(k, _)| k == key) {
+            Some((_, list)) => list.push(at),
+            None => self.by_key.push((*key, vec![at])),
+        }
+        Some(at)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -970,7 +1003,11 @@ impl<'m, 'a> Ctx<'m, 'a> {
             matches!(n, Node::Obj(f) if f.len() <= 2)
         };
         if !creates && i == before && i + 1 == self.resources.len() && only_id(&node) {
-            self.resources.pop();
+            if let Some(b) = self.resources.pop()
+                && let Some((_, list)) = self.by_key.iter_mut().find(|(k, _)| *k == b.key)
+            {
+                list.pop();
+            }
             return;
         }
         self.resources[i].node = node;
@@ -1516,22 +1553,14 @@ impl<'m, 'a> Ctx<'m, 'a> {
     /// either is missing, so a reference always resolves.
     fn link(&mut self, from: Key, path: &[Step], resolved: &Resolved, to: &Key, index: usize) {
         let Some(t) = self
-            .resources
-            .iter()
-            .rposition(|b| b.key == *to)
-            .or_else(|| self.resources.iter().rposition(|b| b.key.ty == to.ty))
+            .newest(to, 0, |_| true)
+            .or_else(|| self.newest_of_type(to.ty, 0, |_| true))
         else {
             return;
         };
         let Some(f) = self
-            .resources
-            .iter()
-            .rposition(|b| b.key == from && b.creator <= index)
-            .or_else(|| {
-                self.resources
-                    .iter()
-                    .rposition(|b| b.key.ty == from.ty && b.creator == index)
-            })
+            .newest(&from, 0, |b| b.creator <= index)
+            .or_else(|| self.newest_of_type(from.ty, index, |b| b.creator == index))
         else {
             return;
         };
