@@ -374,7 +374,7 @@ impl<'m, 'a> Segment<'m, 'a> {
 }
 
 /// What a [`Value`] is a part of a field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Level {
     /// A whole field (all repetitions).
     Field,

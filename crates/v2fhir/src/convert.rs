@@ -3,8 +3,8 @@
 
 use crate::condition::{Cond, Facts, Ref, eq_short};
 use crate::maps::{
-    Attr, DefaultMap, ElementMap, ElementRow, Key, MessageMap, MessageRow, Part, Resolved, Step,
-    VALUE_STEP, maps,
+    Attr, DefaultMap, ElementMap, ElementRow, Fnv as FnvBuild, Key, MessageMap, MessageRow, Part,
+    Resolved, Step, VALUE_STEP, maps,
 };
 use crate::systems::system_uri;
 use crate::tree::{Fnv, Node, fnv, write_str};
@@ -16,6 +16,7 @@ use fhir::TypeShape;
 use hl7v2::{Level, Message, Parts, Segment, Value};
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// Data type maps nest (CX → HD → ...); the guide's deepest chain is four; this bounds hostile cycles.
@@ -59,7 +60,12 @@ struct Ctx<'m, 'a> {
     reference_from_message: bool,
     notes: Notes,
     /// The value resources built so far and their full URLs (see [`Ctx::value_resource`]).
+    /// Scanned while short; past [`SCAN_MAX`] entries, moved to `value_memo_hashed` (a message may build
+    /// thousands: scanning would be quadratic).
     value_memo: Vec<(ValueKey<'a>, Option<&'m str>)>,
+    value_memo_hashed: HashMap<ValueKey<'a>, Option<&'m str>, FnvBuild>,
+    /// The ids of `value_resources` once there are more than [`SCAN_MAX`] (scanned before).
+    value_ids: HashSet<&'m str, FnvBuild>,
     /// Spare row lists for [`Ctx::apply_map`] (which recurses), so that each call does not allocate its own.
     spare: Vec<Vec<u32>>,
     /// Spare value lists for [`Ctx::apply_map`]: a row's repetitions, read once.
@@ -472,10 +478,14 @@ impl Facts for SrcFacts<'_, '_, '_> {
     }
 }
 
+/// How many entries a list is scanned for before it is hashed: a message builds a handful of value resources,
+/// which a scan finds sooner than a hash of their keys.
+const SCAN_MAX: usize = 32;
+
 /// What a value resource is built from: the data type map (by address), the value's bytes and level, the
 /// segment when the map's conditions read it (0 otherwise), and the nesting depth when the build may reach its
 /// bound (0 otherwise).
-#[derive(PartialEq)]
+#[derive(PartialEq, Eq, Hash)]
 struct ValueKey<'a> {
     map: usize,
     raw: &'a [u8],
@@ -617,6 +627,8 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
             made: 0,
         },
         value_memo: Vec::new(),
+        value_memo_hashed: HashMap::default(),
+        value_ids: HashSet::default(),
         spare: Vec::new(),
         spare_values: Vec::new(),
         spare_written: Vec::new(),
@@ -1288,18 +1300,52 @@ impl<'m, 'a> Ctx<'m, 'a> {
             Src::Seg(_) => None,
         };
         if let Some(key) = &key
-            && let Some((_, url)) = self.value_memo.iter().find(|(k, _)| k == key)
+            && let Some(url) = self.remembered(key)
         {
-            return *url;
+            return url;
         }
         let made = self.notes.made;
         let url = self.build_value_resource(map, src, present, depth);
         if let Some(key) = key
             && self.notes.made == made
         {
-            self.value_memo.push((key, url));
+            self.remember(key, url);
         }
         url
+    }
+
+    /// The URL [`Ctx::value_resource`] gave for `key`, when it was kept.
+    fn remembered(&self, key: &ValueKey<'a>) -> Option<Option<&'m str>> {
+        if self.value_memo_hashed.is_empty() {
+            self.value_memo
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, url)| *url)
+        } else {
+            self.value_memo_hashed.get(key).copied()
+        }
+    }
+
+    fn remember(&mut self, key: ValueKey<'a>, url: Option<&'m str>) {
+        if self.value_memo_hashed.is_empty() && self.value_memo.len() < SCAN_MAX {
+            self.value_memo.push((key, url));
+        } else {
+            self.value_memo_hashed.extend(self.value_memo.drain(..));
+            self.value_memo_hashed.insert(key, url);
+        }
+    }
+
+    /// Whether a value resource has the id `id`; once there are many, the id is kept in a set as it is asked
+    /// about (the caller adds the resource when it is new).
+    fn has_value_resource(&mut self, id: &'m str) -> bool {
+        if self.value_resources.len() < SCAN_MAX {
+            return self.value_resources.iter().any(|(i, _, _)| *i == id);
+        }
+        if self.value_ids.is_empty() {
+            self.value_ids
+                .extend(self.value_resources.iter().map(|(i, _, _)| *i));
+        }
+        !self.value_ids.insert(id)
     }
 
     fn build_value_resource(
@@ -1335,7 +1381,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let mut h = self.identity.part(b"value");
         node.write_json(&mut h);
         let id = self.id_of(h.end());
-        if !self.value_resources.iter().any(|(i, _, _)| *i == id) {
+        if !self.has_value_resource(id) {
             if let Node::Obj(fields) = &mut node {
                 fields.insert(1, ("id", Node::Str(id)));
             }
@@ -2399,6 +2445,45 @@ mod tests {
                     assert_eq!(trim_ascii_text(&t), t.trim(), "{t:?}");
                 }
             }
+        }
+    }
+
+    /// Past [`SCAN_MAX`] value resources the memo and the ids are hashed: a value seen again is still one
+    /// resource, and every reference still resolves.
+    #[test]
+    fn many_value_resources_stay_one_per_value() {
+        let mut msg = ORU
+            .split(|&b| b == b'\r')
+            .filter(|s| !s.is_empty() && !s.starts_with(b"OBX"))
+            .flat_map(|s| s.iter().copied().chain([b'\r']))
+            .collect::<Vec<u8>>();
+        // 100 observations performed by 3 * SCAN_MAX laboratories, each named three times or so.
+        let labs = 3 * SCAN_MAX;
+        for i in 0..100 {
+            let lab = i % labs;
+            msg.extend_from_slice(
+                format!("OBX|{i}|NM|6690-2^WBC^LN||7.5||||||F||||||||||||LAB {lab}\r").as_bytes(),
+            );
+        }
+        let json: serde_json::Value = serde_json::from_slice(&bundle(&msg)).unwrap();
+        let entries = json["entry"].as_array().unwrap();
+        let named = |name: &str| {
+            entries
+                .iter()
+                .filter(|e| e["resource"]["name"] == name)
+                .count()
+        };
+        for lab in 0..labs {
+            assert_eq!(named(&format!("LAB {lab}")), 1, "LAB {lab}");
+        }
+        let urls: std::collections::HashSet<&str> = entries
+            .iter()
+            .filter_map(|e| e["fullUrl"].as_str())
+            .collect();
+        let text = json.to_string();
+        for r in text.split("\"reference\":\"").skip(1) {
+            let url = &r[..r.find('"').unwrap()];
+            assert!(urls.contains(url), "{url} resolves");
         }
     }
 

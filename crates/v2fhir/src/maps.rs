@@ -348,7 +348,7 @@ impl std::hash::Hasher for FnvHasher {
     }
 }
 
-type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
+pub(crate) type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
 
 impl Maps {
     /// The FHIR coding a vocabulary map gives a v2 code.
