@@ -7,7 +7,7 @@ use crate::maps::{
     Resolved, Step, VALUE_STEP, maps,
 };
 use crate::systems::system_uri;
-use crate::tree::{Fnv, Node, fnv, write_str};
+use crate::tree::{Fnv, LongArrays, Node, fnv, write_str};
 use crate::value::{self, Unfit};
 use crate::{BundleType, CodeCheck, Conversion, Note, Options, Severity};
 use bumpalo::Bump;
@@ -77,6 +77,8 @@ struct Ctx<'m, 'a> {
     conds: Vec<(u32, bool)>,
     /// The segment being converted, 1-based.
     segment: u32,
+    /// The tags of long arrays' items (see [`LongArrays`]).
+    long: LongArrays,
 }
 
 /// Where a value comes from, for the report and for extension slot tags: `PID-7`, or `PID: CX.4` inside a value.
@@ -634,6 +636,7 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         spare_written: Vec::new(),
         conds: Vec::new(),
         segment: 0,
+        long: LongArrays::default(),
     };
     let map = message_map(structure);
     match map {
@@ -1124,7 +1127,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                                 resolved,
                                 rep_base,
                                 node,
-                                &mut self.notes,
+                                (&mut self.notes, &mut self.long),
                                 path,
                             );
                         }
@@ -1179,7 +1182,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                                 resolved,
                                 rep_base,
                                 value,
-                                &mut self.notes,
+                                (&mut self.notes, &mut self.long),
                                 path,
                             );
                         }
@@ -1209,7 +1212,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                                 resolved,
                                 rep_base,
                                 r,
-                                &mut self.notes,
+                                (&mut self.notes, &mut self.long),
                                 path,
                             );
                         }
@@ -1638,7 +1641,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             resolved,
             tag,
             r,
-            &mut sink,
+            (&mut sink, &mut self.long),
             Label::plain("references"),
         );
         self.resources[f].node = node;
@@ -1729,17 +1732,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                 creator: 0,
             });
         }
-        // The first of equal notes stays (a handful of notes: comparing beats hashing copies of them).
-        let mut kept: Vec<Note> = Vec::with_capacity(self.notes.list.len());
-        for n in std::mem::take(&mut self.notes.list) {
-            if !kept
-                .iter()
-                .any(|k| k.path == n.path && k.message == n.message)
-            {
-                kept.push(n);
-            }
-        }
-        self.notes.list = kept;
+        self.notes.list = first_of_equal_notes(std::mem::take(&mut self.notes.list));
         resources.sort_by_key(|b| u8::from(!is_header(b)));
         for b in resources {
             entries.push((b.id, b.ty.name(), b.node));
@@ -1825,6 +1818,38 @@ impl<'m, 'a> Ctx<'m, 'a> {
     }
 }
 /// Every `reference` string under a node.
+/// The first of equal notes (same path and message), in their order. A handful are compared with each other; many
+/// (a message of 40,000 segments the guide does not map, each noted) are sorted, as comparing each with all
+/// those before it was quadratic (40,000 notes: 3.8 s).
+fn first_of_equal_notes(notes: Vec<Note>) -> Vec<Note> {
+    let same = |a: &Note, b: &Note| a.path == b.path && a.message == b.message;
+    if notes.len() <= SCAN_MAX {
+        let mut kept: Vec<Note> = Vec::with_capacity(notes.len());
+        for n in notes {
+            if !kept.iter().any(|k| same(k, &n)) {
+                kept.push(n);
+            }
+        }
+        return kept;
+    }
+    // Equal notes end up side by side, the first of them (the lowest index) first.
+    let mut order: Vec<usize> = (0..notes.len()).collect();
+    order.sort_unstable_by(|&a, &b| {
+        (&notes[a].path, &notes[a].message, a).cmp(&(&notes[b].path, &notes[b].message, b))
+    });
+    let mut again = vec![false; notes.len()];
+    for w in order.windows(2) {
+        if same(&notes[w[0]], &notes[w[1]]) {
+            again[w[1]] = true;
+        }
+    }
+    notes
+        .into_iter()
+        .zip(again)
+        .filter_map(|(n, again)| (!again).then_some(n))
+        .collect()
+}
+
 fn collect_refs<'n>(n: &'n Node, out: &mut Vec<&'n str>) {
     match n {
         Node::Obj(f) => {
@@ -2074,7 +2099,7 @@ fn write<'b>(
     resolved: &Resolved,
     base: u64,
     value: Node<'b>,
-    notes: &mut Notes,
+    (notes, long): (&mut Notes, &mut LongArrays),
     path: Label<'_>,
 ) {
     let Some((last, init)) = steps.split_last() else {
@@ -2114,7 +2139,7 @@ fn write<'b>(
         tag = step_tag(tag, s, path);
         let next = if e.many {
             node.member(s.name, || Node::arr(bump))
-                .and_then(|a| a.slot(tag, || Node::obj(bump)))
+                .and_then(|a| a.slot_in(long, tag, || Node::obj(bump)))
         } else {
             node.member(s.name, || Node::obj(bump))
         };
@@ -2182,11 +2207,11 @@ fn write<'b>(
         // `identifier[1].type.coding.code`), so that both rows fill one item.
         let tag = step_tag(tag, last, path);
         if let Some(Node::Arr(items)) = node.member(last.name, || Node::arr(bump)) {
-            match items.iter_mut().find(|(t, _)| *t == tag) {
-                None => items.push((tag, value)),
+            match long.find(items, tag) {
+                None => long.push(items, tag, value),
                 // Objects merge; a primitive item keeps the first value written.
-                Some((_, Node::Obj(have))) => {
-                    if let Node::Obj(add) = value {
+                Some(i) => {
+                    if let (Node::Obj(have), Node::Obj(add)) = (&mut items[i].1, value) {
                         for (k, v) in add {
                             if !have.iter().any(|(hk, _)| *hk == k) {
                                 have.push((k, v));
@@ -2194,7 +2219,6 @@ fn write<'b>(
                         }
                     }
                 }
-                Some(_) => {}
             }
         }
     } else if let Some(existing) = node.member(last.name, || Node::placeholder(bump)) {
@@ -2450,6 +2474,54 @@ mod tests {
 
     /// Past [`SCAN_MAX`] value resources the memo and the ids are hashed: a value seen again is still one
     /// resource, and every reference still resolves.
+    #[test]
+    fn the_first_of_equal_notes_stays_in_order_however_many() {
+        let note = |i: usize| Note {
+            severity: Severity::Warning,
+            path: format!("OBX-{}", i % 7),
+            message: format!("m{}", i % 5),
+        };
+        for n in [0, 3, SCAN_MAX, SCAN_MAX + 1, 500] {
+            let notes: Vec<Note> = (0..n).map(note).collect();
+            let mut want: Vec<Note> = Vec::new();
+            for x in &notes {
+                if !want
+                    .iter()
+                    .any(|k| k.path == x.path && k.message == x.message)
+                {
+                    want.push(x.clone());
+                }
+            }
+            assert_eq!(first_of_equal_notes(notes), want, "{n} notes");
+        }
+    }
+
+    #[test]
+    fn a_field_repeated_thousands_of_times_keeps_every_repetition_in_order() {
+        // Past the length from which array items are found by an index (`LongArrays`).
+        let n = 3000;
+        let reps: Vec<String> = (0..n).map(|i| format!("M{i}^^^H^MR")).collect();
+        let msg = format!(
+            "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|X1|P|2.5\rPID|1||{}||DOE^JOHN\r",
+            reps.join("~")
+        );
+        let json = bundle(msg.as_bytes());
+        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        let patient = v["entry"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| &e["resource"])
+            .find(|r| r["resourceType"] == "Patient")
+            .unwrap();
+        let ids = patient["identifier"].as_array().unwrap();
+        assert_eq!(ids.len(), n);
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(id["value"], format!("M{i}"));
+            assert_eq!(id["type"]["coding"][0]["code"], "MR", "{i}");
+        }
+    }
+
     #[test]
     fn many_value_resources_stay_one_per_value() {
         let mut msg = ORU

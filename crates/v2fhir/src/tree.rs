@@ -60,18 +60,19 @@ impl<'b> Node<'b> {
         Some(&mut fields[i].1)
     }
 
-    /// The array item tagged `tag`, appended (built by `make`) when no item has it. `None` when this is not an
-    /// array.
-    pub(crate) fn slot(
+    /// The array item tagged `tag`, appended (built by `make`) when no item has it, found through `long` when the
+    /// array is long. `None` when this is not an array.
+    pub(crate) fn slot_in(
         &mut self,
+        long: &mut LongArrays,
         tag: u64,
         make: impl FnOnce() -> Node<'b>,
     ) -> Option<&mut Node<'b>> {
         let Node::Arr(items) = self else { return None };
-        let i = match items.iter().position(|(t, _)| *t == tag) {
+        let i = match long.find(items, tag) {
             Some(i) => i,
             None => {
-                items.push((tag, make()));
+                long.push(items, tag, make());
                 items.len() - 1
             }
         };
@@ -151,6 +152,55 @@ impl<'b> Node<'b> {
             Node::Str(s) => write_str(s, out),
             Node::Num(n) => out.extend_from_slice(n.as_bytes()),
             Node::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        }
+    }
+}
+
+/// Arrays are short (an identifier or two, a few codings) and scanned for an item's tag; a field repeated
+/// thousands of times makes one long, and scanning it for each repetition was quadratic (400,000 repetitions of
+/// PID-3 took 54 s). Past [`LONG`] items an array's tags are indexed here, for all the long arrays of one
+/// conversion together: a tag's index is checked against the array asked (two arrays may share a tag, and the
+/// index then names the other's item: the array is scanned), and a tag not indexed is in no long array.
+#[derive(Default)]
+pub(crate) struct LongArrays {
+    index: std::collections::HashMap<u64, u32, crate::maps::Fnv>,
+}
+
+/// The length from which an array's tags are indexed.
+const LONG: usize = 32;
+
+impl LongArrays {
+    /// The index of the item tagged `tag` in `items`.
+    pub(crate) fn find(&self, items: &[(u64, Node<'_>)], tag: u64) -> Option<usize> {
+        if items.len() < LONG {
+            return items.iter().position(|(t, _)| *t == tag);
+        }
+        let i = *self.index.get(&tag)? as usize;
+        if items.get(i).is_some_and(|(t, _)| *t == tag) {
+            return Some(i);
+        }
+        items.iter().position(|(t, _)| *t == tag)
+    }
+
+    /// Appends an item tagged `tag` (which `items` does not have).
+    pub(crate) fn push<'b>(
+        &mut self,
+        items: &mut BVec<'b, (u64, Node<'b>)>,
+        tag: u64,
+        node: Node<'b>,
+    ) {
+        items.push((tag, node));
+        match items.len() {
+            n if n < LONG => {}
+            // The array just became long: all its tags.
+            LONG => {
+                for (i, (t, _)) in items.iter().enumerate() {
+                    self.index.insert(*t, i as u32);
+                }
+            }
+            n => {
+                self.index.insert(tag, (n - 1) as u32);
+            }
         }
     }
 }
@@ -312,7 +362,7 @@ mod tests {
         let bump = Bump::new();
         let mut n = Node::obj(&bump);
         n.member("a", || Node::arr(&bump))
-            .and_then(|a| a.slot(1, || Node::obj(&bump)))
+            .and_then(|a| a.slot_in(&mut LongArrays::default(), 1, || Node::obj(&bump)))
             .and_then(|o| o.member("x", || Node::Str("q\"\u{1}")));
         n.member("empty", || Node::obj(&bump));
         assert!(!n.prune());
@@ -323,6 +373,31 @@ mod tests {
             r#"{"a":[{"x":"q\"\u0001"}]}"#
         );
         assert_ne!(fnv(&[b"ab", b"c"]), fnv(&[b"a", b"bc"]));
+    }
+
+    #[test]
+    fn long_arrays_find_each_item_and_no_other() {
+        let bump = Bump::new();
+        let mut long = LongArrays::default();
+        // Two arrays past the indexed length, sharing some tags (the index names one of them).
+        let (mut a, mut b) = (BVec::new_in(&bump), BVec::new_in(&bump));
+        for i in 0..1000u64 {
+            long.push(&mut a, i * 7, Node::Num("1"));
+            if i % 3 == 0 {
+                long.push(&mut b, i * 7, Node::Num("2"));
+            }
+        }
+        for i in 0..1000u64 {
+            assert_eq!(long.find(&a, i * 7), Some(i as usize), "{i}");
+            let in_b = (i % 3 == 0).then_some((i / 3) as usize);
+            assert_eq!(long.find(&b, i * 7), in_b, "{i}");
+            assert_eq!(long.find(&a, i * 7 + 1), None);
+        }
+        // A short array is scanned, whatever the index holds.
+        let mut c = BVec::new_in(&bump);
+        long.push(&mut c, 14, Node::Num("3"));
+        assert_eq!(long.find(&c, 14), Some(0));
+        assert_eq!(long.find(&c, 21), None);
     }
 
     #[test]
