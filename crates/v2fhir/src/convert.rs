@@ -665,7 +665,7 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
     // A segment id is present for a segment when a segment with it is in one of the segment's group instances
     // (or the message's root): scanned in a short message, looked up by group instance in a long one (scanning
     // for each segment was quadratic: 20,000 ORDER_OBSERVATION groups took 5.3 s).
-    let by_place: Option<HashSet<(&[(&str, u32)], &str)>> = (placed.len() > SCAN_MAX)
+    let by_place: Option<HashSet<(&Groups<'_>, &str)>> = (placed.len() > SCAN_MAX)
         .then(|| placed.iter().zip(&ids).map(|(g, s)| (&g[..], *s)).collect());
     let mut last_anchor: Option<&str> = None;
     let mut spare_view = None;
