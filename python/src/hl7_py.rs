@@ -334,9 +334,11 @@ impl PyMessage {
         };
         let options = v2fhir::Options {
             bundle,
-            checker: None,
+            ..Default::default()
         };
-        let json = py.detach(|| v2fhir::convert_json(self.msg(), &options));
+        let json = py
+            .detach(|| v2fhir::convert_json(self.msg(), &options))
+            .map_err(|e| error(e.to_string()))?;
         json_bytes_to_py(py, &json)
     }
 

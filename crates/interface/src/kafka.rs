@@ -60,7 +60,7 @@ struct Built {
 }
 
 /// The key, value and headers of message `id` (deterministic: a redelivery builds the same record).
-fn build(cfg: &KafkaRouteConfig, id: MessageId, raw: &[u8]) -> Built {
+fn build(cfg: &KafkaRouteConfig, id: MessageId, raw: &[u8]) -> Result<Built, String> {
     let msg = hl7v2::Message::parse(raw);
     let h = crate::route::Header::read(&msg);
     let version = msg
@@ -76,7 +76,7 @@ fn build(cfg: &KafkaRouteConfig, id: MessageId, raw: &[u8]) -> Built {
     let value = match cfg.value {
         KafkaValue::Raw => raw.to_vec(),
         KafkaValue::Json => serde_json::to_vec(&hl7v2::to_json(&msg)).unwrap_or_default(),
-        KafkaValue::Fhir => crate::route::to_bundle(&msg, v2fhir::BundleType::Message),
+        KafkaValue::Fhir => crate::route::to_bundle(&msg, v2fhir::BundleType::Message)?,
     };
     let mut headers = OwnedHeaders::new_with_capacity(6);
     for (name, v) in [
@@ -92,11 +92,11 @@ fn build(cfg: &KafkaRouteConfig, id: MessageId, raw: &[u8]) -> Built {
             value: Some(v),
         });
     }
-    Built {
+    Ok(Built {
         key,
         value,
         headers,
-    }
+    })
 }
 
 /// The producer of a route: idempotent, `acks=all`; `message.timeout.ms` is the route's attempt timeout unless
@@ -262,12 +262,15 @@ async fn send(
     } else {
         // Conversion is CPU work (tens of microseconds): beside the runtime's I/O threads.
         let cfg = cfg.clone();
-        match tokio::task::spawn_blocking(move || build(&cfg, id, &raw)).await {
-            Ok(b) => b,
-            Err(e) => {
-                let detail = format!("building the record: {e}");
-                return Some(Box::pin(async move { (id, failures, Err(detail)) }));
-            }
+        tokio::task::spawn_blocking(move || build(&cfg, id, &raw))
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()))
+    };
+    let built = match built {
+        Ok(b) => b,
+        Err(e) => {
+            let detail = format!("building the record: {e}");
+            return Some(Box::pin(async move { (id, failures, Err(detail)) }));
         }
     };
     let mut record = FutureRecord::to(&cfg.topic)

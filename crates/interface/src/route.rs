@@ -144,7 +144,7 @@ impl Target {
                         .unwrap_or_default();
                     let name = file_name(id, &control, if fhir { "json" } else { "hl7" });
                     if fhir {
-                        let bundle = to_bundle(&msg, v2fhir::BundleType::Message);
+                        let bundle = to_bundle(&msg, v2fhir::BundleType::Message)?;
                         write_file(&dir, &name, &bundle)
                     } else {
                         write_file(&dir, &name, &raw)
@@ -163,7 +163,7 @@ impl Target {
                     )
                 })
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| e.to_string())??;
                 let response = client
                     .post(url.as_str())
                     .header("content-type", "application/fhir+json")
@@ -233,13 +233,17 @@ async fn http_outcome(response: reqwest::Response) -> Result<String, String> {
 }
 
 /// The FHIR Bundle a message becomes by the HL7 v2-to-FHIR guide. Deterministic: a redelivery sends the same
-/// Bundle, with the same resource ids.
-pub(crate) fn to_bundle(msg: &hl7v2::Message<'_>, bundle: v2fhir::BundleType) -> Vec<u8> {
+/// Bundle, with the same resource ids. `Err`: the delivery's detail when the message is too large to convert
+/// (its attempts fail, and it is dead-lettered with that reason).
+pub(crate) fn to_bundle(
+    msg: &hl7v2::Message<'_>,
+    bundle: v2fhir::BundleType,
+) -> Result<Vec<u8>, String> {
     let options = v2fhir::Options {
         bundle,
         ..Default::default()
     };
-    v2fhir::convert_json(msg, &options)
+    v2fhir::convert_json(msg, &options).map_err(|e| e.to_string())
 }
 
 /// `000000000042-CTRL.hl7`: sorted by arrival, and the same name on redelivery, so a retry after a crash

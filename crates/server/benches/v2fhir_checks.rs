@@ -129,7 +129,7 @@ fn convert(bytes: &[u8], checker: Option<&server::TerminologyChecker>) -> Vec<u8
         checker: checker.map(|c| c as &dyn v2fhir::CodeChecker),
         ..Default::default()
     };
-    v2fhir::convert_json(&msg, &options)
+    v2fhir::convert_json(&msg, &options).expect("the bench messages convert")
 }
 
 /// What each variant must give before it is timed, so that a checker that answers nothing (every system "not

@@ -99,18 +99,23 @@ async fn to_fhir(
         .clone()
         .filter(|_| check)
         .map(crate::TerminologyChecker);
-    let bundles = tokio::task::spawn_blocking(move || {
+    let converting = conversion_place().await;
+    let bundles = crate::offload::offload(move || {
+        let _converting = converting;
         let options = v2fhir::Options {
             bundle,
             checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
+            ..Default::default()
         };
         hl7v2::split(&body)
             .filter(|c| c.kind == ChunkKind::Message)
-            .map(|chunk| v2fhir::convert_json(&chunk.parse(), &options))
-            .collect::<Vec<_>>()
+            .enumerate()
+            .map(|(i, chunk)| {
+                v2fhir::convert_json(&chunk.parse(), &options).map_err(|e| too_large(i, e))
+            })
+            .collect::<Result<Vec<_>, ApiError>>()
     })
-    .await
-    .map_err(|e| ApiError::Internal(format!("conversion task failed: {e}")))?;
+    .await?;
     let content_type = |t: &'static str| [(axum::http::header::CONTENT_TYPE, t)];
     match bundles.len() {
         0 => Err(ApiError::BadRequest(
@@ -129,6 +134,26 @@ async fn to_fhir(
             Ok((content_type("application/fhir+ndjson"), out).into_response())
         }
     }
+}
+
+/// Conversions running at once, over the process: each may take up to [`v2fhir::DEFAULT_MAX_MEMORY`] while it
+/// builds its Bundle, so their number is bounded apart from the requests': one per core (more would not finish
+/// sooner, only take more memory). A request waits for its place without holding a thread.
+static CONVERSIONS: std::sync::LazyLock<std::sync::Arc<tokio::sync::Semaphore>> =
+    std::sync::LazyLock::new(|| {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        std::sync::Arc::new(tokio::sync::Semaphore::new(cores))
+    });
+
+/// A place among the [`CONVERSIONS`], held until the conversion ends.
+pub(crate) async fn conversion_place() -> Option<tokio::sync::OwnedSemaphorePermit> {
+    // The semaphore is never closed: `None` cannot happen, and would only let the conversion run unbounded.
+    CONVERSIONS.clone().acquire_owned().await.ok()
+}
+
+/// The answer to a message too large to convert: 422, `too-costly`, saying which message.
+pub(crate) fn too_large(index: usize, e: v2fhir::Error) -> ApiError {
+    ApiError::TooCostly(format!("message {}: {e}", index + 1))
 }
 
 /// The JSON view of one message's validation: what `POST /hl7/validate` answers per message, what

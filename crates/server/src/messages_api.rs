@@ -277,7 +277,9 @@ async fn fhir(
     let id = message_id(&id)?;
     let bundle = crate::hl7_api::bundle_type(&query)?;
     let checker = state.terminology.clone().map(crate::TerminologyChecker);
+    let converting = crate::hl7_api::conversion_place().await;
     let json = blocking(move || {
+        let _converting = converting;
         let Some(stored) = engine.get(id)? else {
             return Ok(None);
         };
@@ -285,6 +287,7 @@ async fn fhir(
         let options = v2fhir::Options {
             bundle,
             checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
+            ..Default::default()
         };
         Ok(Some(v2fhir::convert_json(
             &hl7v2::Message::parse(&stored.raw),
@@ -292,7 +295,8 @@ async fn fhir(
         )))
     })
     .await?
-    .ok_or_else(|| ApiError::NotFound(format!("no message with id {id}")))?;
+    .ok_or_else(|| ApiError::NotFound(format!("no message with id {id}")))?
+    .map_err(|e| crate::hl7_api::too_large(0, e))?;
     Ok(([("content-type", "application/fhir+json")], json).into_response())
 }
 

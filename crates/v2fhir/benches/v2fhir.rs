@@ -19,7 +19,9 @@ const ORU: &[u8] = include_bytes!("../../../bench/hl7v2/messages/oru_r01.hl7");
 /// What the Bundle must hold before it is timed, so that a conversion that silently drops the message (an early
 /// return, an empty Bundle) cannot pass for a fast one. LinuxForHealth's side checks the same patient.
 fn check(name: &str, bytes: &[u8], resources: &[&str]) {
-    let json = v2fhir::convert(&Message::parse(bytes), &v2fhir::Options::default()).json;
+    let json = v2fhir::convert(&Message::parse(bytes), &v2fhir::Options::default())
+        .unwrap()
+        .json;
     let v: serde_json::Value = serde_json::from_slice(&json).expect("the Bundle is JSON");
     assert_eq!(v["resourceType"], "Bundle", "{name}");
     let types: Vec<&str> = v["entry"]
@@ -65,14 +67,14 @@ fn benches(c: &mut Criterion) {
         g.bench_function("parse+convert", |b| {
             b.iter(|| {
                 let msg = Message::parse(black_box(bytes));
-                v2fhir::convert_json(&msg, &v2fhir::Options::default())
+                v2fhir::convert_json(&msg, &v2fhir::Options::default()).unwrap()
             })
         });
         // The same with the conversion report (information notes formatted).
         g.bench_function("parse+convert+report", |b| {
             b.iter(|| {
                 let msg = Message::parse(black_box(bytes));
-                v2fhir::convert(&msg, &v2fhir::Options::default())
+                v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap()
             })
         });
         g.finish();

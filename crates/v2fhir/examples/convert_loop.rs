@@ -27,10 +27,13 @@ fn main() {
         let msg = hl7v2::Message::parse(std::hint::black_box(bytes));
         total += if report {
             v2fhir::convert(&msg, &v2fhir::Options::default())
+                .unwrap()
                 .json
                 .len()
         } else {
-            v2fhir::convert_json(&msg, &v2fhir::Options::default()).len()
+            v2fhir::convert_json(&msg, &v2fhir::Options::default())
+                .unwrap()
+                .len()
         };
     }
     println!("{total}");

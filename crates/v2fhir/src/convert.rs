@@ -9,7 +9,7 @@ use crate::maps::{
 use crate::systems::system_uri;
 use crate::tree::{Fnv, LongArrays, Node, fnv, write_str};
 use crate::value::{self, Unfit};
-use crate::{BundleType, CodeCheck, Conversion, Note, Options, Severity};
+use crate::{BundleType, CodeCheck, Conversion, Error, Note, Options, Severity};
 use bumpalo::Bump;
 use bumpalo::collections::Vec as BVec;
 use fhir::TypeShape;
@@ -79,6 +79,8 @@ struct Ctx<'m, 'a> {
     segment: u32,
     /// The tags of long arrays' items (see [`LongArrays`]).
     long: LongArrays,
+    /// The conversion passed [`Options::max_memory`] (see [`Ctx::over_budget`]).
+    over: bool,
 }
 
 /// Where a value comes from, for the report and for extension slot tags: `PID-7`, or `PID: CX.4` inside a value.
@@ -529,6 +531,8 @@ pub(crate) struct Notes {
     info: bool,
     /// How many notes were made, kept or not: whether a step of the conversion had something to say.
     made: usize,
+    /// The memory the notes kept take (for [`crate::Options::max_memory`]).
+    bytes: usize,
 }
 
 impl Notes {
@@ -551,11 +555,13 @@ impl Notes {
         message: fmt::Arguments<'_>,
     ) {
         self.made += 1;
-        self.list.push(Note {
+        let note = Note {
             severity,
             path: path.to_string(),
             message: fmt::format(message),
-        });
+        };
+        self.bytes += std::mem::size_of::<Note>() + note.path.len() + note.message.len();
+        self.list.push(note);
     }
 }
 
@@ -568,7 +574,11 @@ thread_local! {
 const ARENA_KEPT: usize = 1 << 20;
 
 /// `report`: whether the report's information notes are written (see [`Notes`]).
-pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Conversion {
+pub(crate) fn convert(
+    msg: &Message<'_>,
+    opts: &Options<'_>,
+    report: bool,
+) -> Result<Conversion, Error> {
     ARENA.with(|arena| match arena.try_borrow_mut() {
         Ok(mut bump) => {
             let out = convert_in(&bump, msg, opts, report);
@@ -584,7 +594,12 @@ pub(crate) fn convert(msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Co
     })
 }
 
-fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) -> Conversion {
+fn convert_in(
+    bump: &Bump,
+    msg: &Message<'_>,
+    opts: &Options<'_>,
+    report: bool,
+) -> Result<Conversion, Error> {
     let tree = msg.group_tree();
     let structure = tree.structure_id().unwrap_or("");
     // `msg.get("MSH-4")` and the others, read from the MSH without a path parsed for each.
@@ -627,6 +642,7 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
             list: Vec::new(),
             info: report,
             made: 0,
+            bytes: 0,
         },
         value_memo: Vec::new(),
         value_memo_hashed: HashMap::default(),
@@ -637,6 +653,7 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         conds: Vec::new(),
         segment: 0,
         long: LongArrays::default(),
+        over: false,
     };
     let map = message_map(structure);
     match map {
@@ -672,6 +689,13 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
     let mut last_chosen: Option<(&str, &Groups<'_>, Option<&str>, Chosen<'_>)> = None;
     let mut mapped_fields: Vec<bool> = Vec::new();
     for (index, seg) in msg.segments().enumerate() {
+        if ctx.over_budget() {
+            return Err(Error::TooLarge {
+                limit: opts.max_memory,
+                segment: index + 1,
+                segments: msg.segment_count(),
+            });
+        }
         let groups = &placed[index][..];
         let view = SegView::new(seg, spare_view.take());
         let id = view.id;
@@ -768,7 +792,14 @@ fn convert_in(bump: &Bump, msg: &Message<'_>, opts: &Options<'_>, report: bool) 
         }
         spare_view = Some(view);
     }
-    ctx.finish()
+    if ctx.over_budget() {
+        return Err(Error::TooLarge {
+            limit: opts.max_memory,
+            segment: msg.segment_count(),
+            segments: msg.segment_count(),
+        });
+    }
+    Ok(ctx.finish())
 }
 
 /// The information notes on a segment's valued fields that no applied row read.
@@ -872,6 +903,14 @@ fn choose_rows<'r>(
 type Place<'x, 'p> = (usize, &'x Groups<'p>, &'x [Vec<(&'p str, u32)>]);
 
 impl<'m, 'a> Ctx<'m, 'a> {
+    /// Whether the conversion took more memory than [`Options::max_memory`] allows; once it has, every row is
+    /// skipped and the conversion ends with [`Error::TooLarge`].
+    fn over_budget(&mut self) -> bool {
+        self.over =
+            self.over || self.bump.allocated_bytes() + self.notes.bytes > self.opts.max_memory;
+        self.over
+    }
+
     fn note(&mut self, severity: Severity, path: impl fmt::Display, message: fmt::Arguments<'_>) {
         self.notes.add(severity, path, message);
     }
@@ -1047,7 +1086,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         mut mapped: Option<&mut [bool]>,
         depth: usize,
     ) -> Option<Node<'m>> {
-        if depth > MAX_DEPTH {
+        if depth > MAX_DEPTH || self.over {
             return None;
         }
         let msg = self.msg;
@@ -1115,6 +1154,10 @@ impl<'m, 'a> Ctx<'m, 'a> {
             let resolved = resolved.as_deref();
             let several = values.len() > 1;
             for (rep, &v) in values.iter().enumerate() {
+                // A field repeated thousands of times grows the tree within one segment.
+                if rep % 64 == 63 && self.over_budget() {
+                    break;
+                }
                 let rep_base = mix(base, rep as u64);
                 let inner = match src {
                     Src::Seg(s) | Src::Val(_, s) => Src::Val(v, s),
@@ -1639,6 +1682,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             list: Vec::new(),
             info: false,
             made: 0,
+            bytes: 0,
         };
         write(
             self.bump,
@@ -2558,6 +2602,52 @@ mod tests {
     }
 
     #[test]
+    fn a_message_past_the_memory_limit_is_an_error_not_a_partial_bundle() {
+        let obx = "OBX|1|NM|6690-2^WBC^LN||7.5|10*3/uL|4.5-11.0|N|||F\r";
+        let many = format!(
+            "MSH|^~\\&|LAB|H|EHR|H|20240315150000||ORU^R01^ORU_R01|M1|P|2.5\rPID|1||MRN1^^^H^MR||DOE\rOBR|1|O1\r{}",
+            obx.repeat(2000)
+        );
+        let msg = Message::parse(many.as_bytes());
+        let limit = 1 << 20;
+        let options = Options {
+            max_memory: limit,
+            ..Options::default()
+        };
+        // Stopped at a segment, past the limit: not at the first, not after the last.
+        match convert(&msg, &options, true) {
+            Err(Error::TooLarge {
+                limit: l,
+                segment,
+                segments,
+            }) => {
+                assert_eq!(l, limit);
+                assert_eq!(segments, 2003);
+                assert!(segment > 3 && segment < segments, "{segment}");
+            }
+            other => panic!("{:?}", other.map(|c| c.json.len())),
+        }
+        // The default converts it, and the next message in the same thread is not affected.
+        assert!(convert(&msg, &Options::default(), true).is_ok());
+        // One field repeated past the limit within its segment: stopped within the segment too.
+        let reps: Vec<String> = (0..20_000).map(|i| format!("M{i}^^^H^MR")).collect();
+        let one = format!(
+            "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|X1|P|2.5\rPID|1||{}||DOE\r",
+            reps.join("~")
+        );
+        let err = convert(&Message::parse(one.as_bytes()), &options, false).unwrap_err();
+        assert_eq!(
+            err,
+            Error::TooLarge {
+                limit,
+                segment: 2,
+                segments: 2
+            }
+        );
+        assert!(err.to_string().contains("too large"), "{err}");
+    }
+
+    #[test]
     fn many_value_resources_stay_one_per_value() {
         let mut msg = ORU
             .split(|&b| b == b'\r')
@@ -2595,7 +2685,9 @@ mod tests {
     }
 
     fn bundle(bytes: &[u8]) -> Vec<u8> {
-        convert(&Message::parse(bytes), &Options::default(), false).json
+        convert(&Message::parse(bytes), &Options::default(), false)
+            .unwrap()
+            .json
     }
 
     /// The thread's arena is emptied after each message, and given back when one message grew it past

@@ -13,11 +13,11 @@
 //!
 //! ```
 //! let msg = hl7v2::Message::parse(b"MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240315143000+0100||ADT^A01^ADT_A01|M1|P|2.5\rPID|1||123^^^HOSP^MR||DOE^JANE||19800315|F\r");
-//! let out = v2fhir::convert(&msg, &v2fhir::Options::default());
+//! let out = v2fhir::convert(&msg, &v2fhir::Options::default())?;
 //! let bundle = fhir::Resource::from_json(&out.json)?;
 //! assert_eq!(bundle.bundle_entries()[0].resource_type(), "MessageHeader");
 //! assert!(bundle.bundle_entries().iter().any(|r| r.resource_type() == "Patient"));
-//! # Ok::<(), fhir::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod concept_maps;
@@ -69,13 +69,65 @@ pub trait CodeChecker: Sync {
 }
 
 /// How to convert.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub struct Options<'c> {
     /// The kind of Bundle.
     pub bundle: BundleType,
     /// The terminology that checks codes; `None` converts without checks.
     pub checker: Option<&'c dyn CodeChecker>,
+    /// The memory a conversion may take, in bytes: its Bundle while it is built and its report. A message
+    /// that needs more is not converted ([`Error::TooLarge`]). The Bundle of a message of many small elements
+    /// takes about a hundred times the message's size while it is built (an ORU^R01 of 120,000 OBX, 8 MB,
+    /// took 850 MB); a large attachment (a PDF in one OBX-5) takes little more than its own size.
+    pub max_memory: usize,
 }
+
+/// [`Options::max_memory`] unless set otherwise: an ORU^R01 of about 60,000 OBX (4 MB) converts.
+pub const DEFAULT_MAX_MEMORY: usize = 256 << 20;
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options {
+            bundle: BundleType::default(),
+            checker: None,
+            max_memory: DEFAULT_MAX_MEMORY,
+        }
+    }
+}
+
+/// Why a message was not converted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// Converting the message would take more memory than [`Options::max_memory`]: the conversion stopped at
+    /// `segment` (1-based) of the message's `segments`.
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+        /// The segment being converted when the limit was passed.
+        segment: usize,
+        /// The message's segments.
+        segments: usize,
+    },
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::TooLarge {
+                limit,
+                segment,
+                segments,
+            } => write!(
+                f,
+                "the message is too large to convert: its Bundle passed the limit of {} MiB at segment {segment} \
+                 of {segments}",
+                limit >> 20
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
 
 /// How much a report line matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -133,15 +185,16 @@ impl Conversion {
     }
 }
 
-/// Converts a parsed message to a FHIR R4 Bundle by the guide. Never fails: what cannot be mapped is reported.
-pub fn convert(msg: &hl7v2::Message<'_>, options: &Options<'_>) -> Conversion {
+/// Converts a parsed message to a FHIR R4 Bundle by the guide. What cannot be mapped is reported, not an error;
+/// the one error is a message too large for [`Options::max_memory`].
+pub fn convert(msg: &hl7v2::Message<'_>, options: &Options<'_>) -> Result<Conversion, Error> {
     convert::convert(msg, options, true)
 }
 
 /// Converts a parsed message to the Bundle's JSON alone: the same bytes as [`convert`]'s `json`, sooner, as the
 /// report's information notes are not written (the warnings are: the Bundle's OperationOutcome holds them).
-pub fn convert_json(msg: &hl7v2::Message<'_>, options: &Options<'_>) -> Vec<u8> {
-    convert::convert(msg, options, false).json
+pub fn convert_json(msg: &hl7v2::Message<'_>, options: &Options<'_>) -> Result<Vec<u8>, Error> {
+    convert::convert(msg, options, false).map(|c| c.json)
 }
 
 /// Rows of the guide whose condition could not be read (`map element: condition`): they are never applied.

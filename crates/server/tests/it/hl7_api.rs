@@ -212,6 +212,7 @@ async fn a_stored_message_shows_its_validation_under_the_engine_profile() {
         &hl7v2::Message::parse(direct.as_bytes()),
         &Default::default(),
     )
+    .unwrap()
     .json;
     assert_eq!(text.as_bytes(), &expected[..]);
     let (status, _, _) = get(server::router(state_with(&engine)), "/messages/999999/fhir").await;

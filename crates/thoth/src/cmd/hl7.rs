@@ -122,6 +122,10 @@ enum Command {
         /// Output format: `json` (one Bundle per line), `xml` or `pb` (the binary encoding, length-delimited).
         #[arg(long, value_enum, default_value_t = FhirFormat::Json)]
         format: FhirFormat,
+        /// The memory one message's conversion may take, in MiB: a message that needs more is reported and
+        /// skipped (the Bundle of a message of many small elements takes about a hundred times its size).
+        #[arg(long, value_name = "MIB", default_value_t = v2fhir::DEFAULT_MAX_MEMORY >> 20)]
+        max_memory: usize,
         #[command(flatten)]
         data: DataArg,
     },
@@ -346,6 +350,7 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
             bundle,
             report,
             format,
+            max_memory,
             data,
         } => {
             let checker = global.with(&data).given_data_dir().map(|dir| {
@@ -363,13 +368,23 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
                     BundleArg::Collection => v2fhir::BundleType::Collection,
                 },
                 checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
+                max_memory: max_memory.saturating_mul(1 << 20),
             };
+            let mut failed = false;
             for file in &files {
                 let input = read_input(file)?;
                 let mut count = 0;
                 for msg in hl7v2::messages(&input) {
                     count += 1;
-                    let conv = v2fhir::convert(&msg, &options);
+                    let conv = match v2fhir::convert(&msg, &options) {
+                        Ok(conv) => conv,
+                        // The other messages still convert; the run ends in failure.
+                        Err(e) => {
+                            eprintln!("{}: message {count}: {e}", file.display());
+                            failed = true;
+                            continue;
+                        }
+                    };
                     match format {
                         FhirFormat::Json => {
                             out.write_all(&conv.json)?;
@@ -399,6 +414,10 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
                         file.display()
                     );
                 }
+            }
+            if failed {
+                out.flush()?;
+                std::process::exit(1);
             }
         }
         Command::Describe { what, version } => {

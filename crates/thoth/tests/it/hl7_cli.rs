@@ -455,3 +455,38 @@ fn describe_prints_structures_segments_fields_and_data_types() {
         assert!(!out.status.success(), "{unknown}: {out:?}");
     }
 }
+
+#[test]
+fn to_fhir_reports_a_message_past_the_memory_limit_and_converts_the_others() {
+    // A file of three messages, the second of 3,000 OBX: past a limit of 1 MiB, within the default.
+    let obx = "OBX|1|NM|6690-2^WBC^LN||7.5|10*3/uL|4.5-11.0|N|||F\r".repeat(3000);
+    let big = format!(
+        "MSH|^~\\&|LAB|H|EHR|H|20240315150000||ORU^R01^ORU_R01|BIG|P|2.5\rPID|1||MRN1^^^H^MR||DOE\rOBR|1|O1\r{obx}"
+    );
+    let mut file = adt("A1", GOOD_PID);
+    file.extend_from_slice(big.as_bytes());
+    file.extend_from_slice(&adt("A2", GOOD_PID));
+    let out = thoth(&["to-fhir", "--max-memory", "1", "-"], Some(&file));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("message 2: the message is too large to convert"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let ids: Vec<String> = stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["identifier"]["value"].to_string()
+        })
+        .collect();
+    assert_eq!(ids, ["\"A1\"", "\"A2\""]);
+    // Within the default limit the same file converts whole.
+    let out = thoth(&["to-fhir", "-"], Some(&file));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 3);
+}

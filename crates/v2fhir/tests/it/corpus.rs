@@ -19,8 +19,8 @@ fn every_corpus_message_converts_to_a_valid_bundle() {
     for path in &paths {
         let bytes = std::fs::read(path).unwrap();
         for msg in messages(&bytes) {
-            let out = v2fhir::convert(&msg, &v2fhir::Options::default());
-            let again = v2fhir::convert(&msg, &v2fhir::Options::default());
+            let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
+            let again = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
             assert_eq!(
                 out.json,
                 again.json,

@@ -633,7 +633,7 @@ fn agreement_with_fhir_converter_expected_outputs() {
         let bytes = std::fs::read(data.join("fhir-converter").join(input)).unwrap();
         let msgs = messages(&bytes);
         assert_eq!(msgs.len(), 1, "{input}: one message expected");
-        let out = v2fhir::convert(&msgs[0], &v2fhir::Options::default());
+        let out = v2fhir::convert(&msgs[0], &v2fhir::Options::default()).unwrap();
         let thoth: Value = serde_json::from_slice(&out.json).unwrap();
         let fcc: Value =
             serde_json::from_slice(&std::fs::read(expected.join(template).join(output)).unwrap())

@@ -6,7 +6,7 @@ use serde_json::Value;
 fn convert(text: &str) -> Value {
     let bytes = text.replace('\n', "\r");
     let msg = hl7v2::Message::parse(bytes.as_bytes());
-    let out = v2fhir::convert(&msg, &v2fhir::Options::default());
+    let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
     serde_json::from_slice(&out.json).unwrap()
 }
 
@@ -92,7 +92,7 @@ fn two_orders_make_two_reports_and_unmapped_fields_are_reported() {
     );
     let bytes = text.replace('\n', "\r");
     let msg = hl7v2::Message::parse(bytes.as_bytes());
-    let out = v2fhir::convert(&msg, &v2fhir::Options::default());
+    let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
     let b: Value = serde_json::from_slice(&out.json).unwrap();
     assert_eq!(resources(&b, "DiagnosticReport").len(), 2);
     assert_eq!(resources(&b, "Observation").len(), 3);
@@ -145,7 +145,7 @@ fn a_code_is_asked_once_per_message_and_its_verdict_applies_to_every_coding() {
         checker: Some(&checker),
         ..Default::default()
     };
-    let out = v2fhir::convert(&msg, &options);
+    let out = v2fhir::convert(&msg, &options).unwrap();
     let asked = checker.asked.lock().unwrap().clone();
     for (i, pair) in asked.iter().enumerate() {
         assert!(!asked[..i].contains(pair), "{pair:?} asked twice");
@@ -166,7 +166,7 @@ fn a_code_is_asked_once_per_message_and_its_verdict_applies_to_every_coding() {
         .collect();
     assert!(panel.len() >= 2, "{panel:?}");
     // The Bundle alone is the same bytes.
-    assert_eq!(v2fhir::convert_json(&msg, &options), out.json);
+    assert_eq!(v2fhir::convert_json(&msg, &options).unwrap(), out.json);
 }
 
 #[test]
@@ -189,7 +189,7 @@ fn a_message_of_many_distinct_codes_gets_every_verdict() {
         checker: Some(&checker),
         ..Default::default()
     };
-    let b: Value = serde_json::from_slice(&v2fhir::convert_json(&msg, &options)).unwrap();
+    let b: Value = serde_json::from_slice(&v2fhir::convert_json(&msg, &options).unwrap()).unwrap();
     let obs = resources(&b, "Observation");
     assert_eq!(obs.len(), 150);
     for o in obs {
@@ -235,7 +235,7 @@ fn codes_are_checked_kept_as_sent_and_reported() {
         checker: Some(&checker),
         ..Default::default()
     };
-    let out = v2fhir::convert(&msg, &options);
+    let out = v2fhir::convert(&msg, &options).unwrap();
     let b: Value = serde_json::from_slice(&out.json).unwrap();
     let obs = resources(&b, "Observation");
     let chol = obs
@@ -268,6 +268,6 @@ fn codes_are_checked_kept_as_sent_and_reported() {
             .any(|i| i["diagnostics"].as_str().unwrap().contains("9999-9"))
     );
     // Without a checker nothing is said about codes.
-    let plain = v2fhir::convert(&msg, &v2fhir::Options::default());
+    let plain = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
     assert!(!plain.notes.iter().any(|n| n.message.contains("9999-9")));
 }

@@ -118,7 +118,7 @@ fn every_bundle_parses_with_hapi_fhir_strict() {
     for path in &paths {
         let bytes = std::fs::read(path).unwrap();
         for (i, msg) in messages(&bytes).iter().enumerate() {
-            let out = v2fhir::convert(msg, &v2fhir::Options::default());
+            let out = v2fhir::convert(msg, &v2fhir::Options::default()).unwrap();
             input.extend(ndjson_line(&out.json));
             input.push(b'\n');
             let name = path.strip_prefix(&data).unwrap_or(path).display();

@@ -54,11 +54,11 @@ proptest! {
         let oracle = Oracle;
         for bundle in [v2fhir::BundleType::Message, v2fhir::BundleType::Transaction, v2fhir::BundleType::Collection] {
             for checker in [None, Some(&oracle as &dyn v2fhir::CodeChecker)] {
-                let options = v2fhir::Options { bundle, checker };
+                let options = v2fhir::Options { bundle, checker, ..Default::default() };
                 for msg in std::iter::once(hl7v2::Message::parse(&input)).chain(hl7v2::messages(&input)) {
-                    let full = v2fhir::convert(&msg, &options);
+                    let full = v2fhir::convert(&msg, &options).unwrap();
                     prop_assert!(serde_json::from_slice::<serde_json::Value>(&full.json).is_ok());
-                    prop_assert!(v2fhir::convert_json(&msg, &options) == full.json);
+                    prop_assert!(v2fhir::convert_json(&msg, &options).unwrap() == full.json);
                 }
             }
         }
