@@ -82,8 +82,9 @@ pub struct Options<'c> {
     pub max_memory: usize,
 }
 
-/// [`Options::max_memory`] unless set otherwise: an ORU^R01 of about 60,000 OBX (4 MB) converts.
-pub const DEFAULT_MAX_MEMORY: usize = 256 << 20;
+/// [`Options::max_memory`] unless set otherwise: an ORU^R01 of 60,000 OBX (4 MB) converts. What is counted is
+/// the arena's chunks, which grow by doubling (so a message stops at the same place under 256 and 512 MiB).
+pub const DEFAULT_MAX_MEMORY: usize = 512 << 20;
 
 impl Default for Options<'_> {
     fn default() -> Self {
