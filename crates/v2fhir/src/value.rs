@@ -65,8 +65,8 @@ pub(crate) fn convert<'b>(
             "N" | "n" | "F" | "false" => (Some(Node::Bool(false)), None),
             _ => (None, Some(Unfit::Invalid)),
         },
-        "decimal" => match decimal(text) {
-            Some(d) => (Some(Node::Num(bump.alloc_str(&d))), None),
+        "decimal" => match decimal(bump, text) {
+            Some(d) => (Some(Node::Num(d)), None),
             None => (None, Some(Unfit::Invalid)),
         },
         "integer" | "positiveInt" | "unsignedInt" => {
@@ -246,7 +246,7 @@ fn time(text: &str) -> Option<String> {
 
 /// FHIR's decimal grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`; v2 NM allows a leading `+` and
 /// leading zeros, which are dropped.
-fn decimal(text: &str) -> Option<String> {
+fn decimal<'b>(bump: &'b Bump, text: &'b str) -> Option<&'b str> {
     let (neg, rest) = match text.as_bytes().first()? {
         b'-' => (true, &text[1..]),
         b'+' => (false, &text[1..]),
@@ -259,8 +259,16 @@ fn decimal(text: &str) -> Option<String> {
     if !int.bytes().all(|c| c.is_ascii_digit()) || !frac.bytes().all(|c| c.is_ascii_digit()) {
         return None;
     }
+    // Most values are written as FHIR writes them (`7.5`, `452`, `0.9`): the text itself, not a copy.
+    let canonical = !text.starts_with('+')
+        && !int.is_empty()
+        && (int == "0" || !int.starts_with('0'))
+        && (!frac.is_empty() || !rest.contains('.'));
+    if canonical {
+        return Some(text);
+    }
     let int = int.trim_start_matches('0');
-    let mut s = String::with_capacity(text.len() + 1);
+    let mut s = BString::with_capacity_in(text.len() + 1, bump);
     if neg {
         s.push('-');
     }
@@ -269,7 +277,7 @@ fn decimal(text: &str) -> Option<String> {
         s.push('.');
         s.push_str(frac);
     }
-    Some(s)
+    Some(s.into_bump_str())
 }
 
 #[cfg(test)]
@@ -301,6 +309,22 @@ mod tests {
         assert_eq!(conv("20170229", "date"), (None, Some(Unfit::Invalid)));
         assert_eq!(conv("20000229", "date").0, Some(Node::Str("2000-02-29")));
         assert_eq!(conv("+007.50", "decimal").0, Some(Node::Num("7.50")));
+        // Written as they are when FHIR writes them so, rewritten otherwise.
+        for (v2, fhir) in [
+            ("7.5", "7.5"),
+            ("452", "452"),
+            ("0.9", "0.9"),
+            ("-0.5", "-0.5"),
+            ("0", "0"),
+            ("5.", "5"),
+            (".5", "0.5"),
+            ("-.5", "-0.5"),
+            ("00", "0"),
+            ("-05", "-5"),
+            ("+3", "3"),
+        ] {
+            assert_eq!(conv(v2, "decimal").0, Some(Node::Num(fhir)), "{v2}");
+        }
         assert_eq!(conv("1e", "decimal"), (None, Some(Unfit::Invalid)));
         assert_eq!(conv("Y", "boolean").0, Some(Node::Bool(true)));
         assert_eq!(conv("0", "positiveInt"), (None, Some(Unfit::Invalid)));
