@@ -81,6 +81,8 @@ struct Ctx<'m, 'a> {
     long: LongArrays,
     /// The conversion passed [`Options::max_memory`] (see [`Ctx::over_budget`]).
     over: bool,
+    /// The memory kept per segment before the conversion started (see [`PER_SEGMENT`]).
+    fixed: usize,
 }
 
 /// Where a value comes from, for the report and for extension slot tags: `PID-7`, or `PID: CX.4` inside a value.
@@ -570,6 +572,10 @@ thread_local! {
     static ARENA: RefCell<Bump> = RefCell::new(Bump::new());
 }
 
+/// About what a conversion keeps per segment of the message before it converts any: the group tree's entry (about
+/// 40 bytes, measured), the segment's group instances (a vector and two of them, 72 bytes) and its id (16).
+const PER_SEGMENT: usize = 128;
+
 /// An arena that grew past this for one message is given back rather than kept for the next.
 const ARENA_KEPT: usize = 1 << 20;
 
@@ -600,6 +606,17 @@ fn convert_in(
     opts: &Options<'_>,
     report: bool,
 ) -> Result<Conversion, Error> {
+    // What is kept per segment before any is converted (the group tree, each segment's group instances and id),
+    // counted in the bound and checked before it is built: a body of millions of empty segments would take more
+    // than the bound in these alone.
+    let fixed = msg.segment_count().saturating_mul(PER_SEGMENT);
+    if fixed > opts.max_memory {
+        return Err(Error::TooLarge {
+            limit: opts.max_memory,
+            segment: 1,
+            segments: msg.segment_count(),
+        });
+    }
     let tree = msg.group_tree();
     let structure = tree.structure_id().unwrap_or("");
     // `msg.get("MSH-4")` and the others, read from the MSH without a path parsed for each.
@@ -654,6 +671,7 @@ fn convert_in(
         segment: 0,
         long: LongArrays::default(),
         over: false,
+        fixed,
     };
     let map = message_map(structure);
     match map {
@@ -906,8 +924,8 @@ impl<'m, 'a> Ctx<'m, 'a> {
     /// Whether the conversion took more memory than [`Options::max_memory`] allows; once it has, every row is
     /// skipped and the conversion ends with [`Error::TooLarge`].
     fn over_budget(&mut self) -> bool {
-        self.over =
-            self.over || self.bump.allocated_bytes() + self.notes.bytes > self.opts.max_memory;
+        self.over = self.over
+            || self.fixed + self.bump.allocated_bytes() + self.notes.bytes > self.opts.max_memory;
         self.over
     }
 
@@ -2645,6 +2663,20 @@ mod tests {
             }
         );
         assert!(err.to_string().contains("too large"), "{err}");
+        // So many segments that what is kept for each before converting any passes the limit: refused at once.
+        let empty = format!(
+            "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|X1|P|2.5\r{}",
+            "NTE|\r".repeat(20_000)
+        );
+        let err = convert(&Message::parse(empty.as_bytes()), &options, false).unwrap_err();
+        assert_eq!(
+            err,
+            Error::TooLarge {
+                limit,
+                segment: 1,
+                segments: 20_001
+            }
+        );
     }
 
     #[test]
