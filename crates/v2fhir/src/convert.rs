@@ -576,6 +576,9 @@ thread_local! {
 /// 40 bytes, measured), the segment's group instances (a vector and two of them, 72 bytes) and its id (16).
 const PER_SEGMENT: usize = 128;
 
+/// The room [`Ctx::apply_map`]'s spare lists start with.
+const SPARE_ROOM: usize = 16;
+
 /// An arena that grew past this for one message is given back rather than kept for the next.
 const ARENA_KEPT: usize = 1 << 20;
 
@@ -1109,7 +1112,12 @@ impl<'m, 'a> Ctx<'m, 'a> {
         }
         let msg = self.msg;
         // A value's components, split once for all the rows that read them (and their conditions).
-        let mut parts = self.spare_values.pop().unwrap_or_default();
+        // The spare lists start with room for what a map usually has (a data type's components, the rows of an
+        // OBX that apply), so that they are allocated once rather than grown step by step.
+        let mut parts = self
+            .spare_values
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(SPARE_ROOM));
         if let Src::Val(v, _) = src {
             child_parts(v, &mut parts);
         }
@@ -1120,9 +1128,18 @@ impl<'m, 'a> Ctx<'m, 'a> {
             present,
         };
         let mut primitive: Option<Node> = None;
-        let mut written = self.spare_written.pop().unwrap_or_default();
-        let mut order = self.spare.pop().unwrap_or_default();
-        let mut values = self.spare_values.pop().unwrap_or_default();
+        let mut written = self
+            .spare_written
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(SPARE_ROOM));
+        let mut order = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(4 * SPARE_ROOM));
+        let mut values = self
+            .spare_values
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(SPARE_ROOM));
         valued_rows(map, src, &parts, &mut order);
         // The element last read: a map's rows for one element are neighbours (the OBX map's 25 alternatives for
         // OBX-5), and they read it once.
