@@ -23,6 +23,9 @@ pub struct Message<'a> {
     /// Per segment, `count` spans from `first`: the identifier, then field 1, 2, ...
     pub(crate) spans: Vec<Span>,
     pub(crate) diags: Vec<Diagnostic>,
+    /// Line breaks inside content, of which the first [`crate::parse::MAX_LINE_BREAK_DIAGNOSTICS`] have a
+    /// diagnostic.
+    pub(crate) line_breaks: u32,
     pub(crate) tree_options: TreeOptions,
     /// Built on first use by a group path or [`Message::group_tree`].
     pub(crate) tree: OnceLock<Box<GroupTree>>,
@@ -95,6 +98,12 @@ impl<'a> Message<'a> {
     /// What the parser noticed, ordered by byte offset.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diags
+    }
+
+    /// Diagnostics found but not kept in [`Message::diagnostics`]: line breaks inside content past the first
+    /// thousand (warnings, each saying the same).
+    pub fn diagnostics_not_kept(&self) -> usize {
+        (self.line_breaks as usize).saturating_sub(crate::parse::MAX_LINE_BREAK_DIAGNOSTICS)
     }
 
     /// True when a diagnostic has error severity.

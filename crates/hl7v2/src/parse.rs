@@ -86,6 +86,9 @@ pub(crate) fn parse_with_delimiters<'a>(
 
 /// The empty message and where its first segment starts; `Err` with the finished message when there is nothing
 /// to index.
+// The `Err` is the message itself, returned once per parse and moved into the caller's result: boxing it would
+// cost an allocation on a path that has none.
+#[allow(clippy::result_large_err)]
 fn prologue<'a>(
     buf: &'a [u8],
     delims: Delimiters,
@@ -98,6 +101,7 @@ fn prologue<'a>(
         segs: Vec::new(),
         spans: Vec::new(),
         diags: Vec::new(),
+        line_breaks: 0,
         tree_options: opts.tree,
         tree: std::sync::OnceLock::new(),
     };
@@ -123,6 +127,9 @@ fn prologue<'a>(
     }
     Ok((msg, start))
 }
+
+/// How many line-break diagnostics a message keeps (see [`Message::diagnostics_not_kept`]).
+pub(crate) const MAX_LINE_BREAK_DIAGNOSTICS: usize = 1000;
 
 fn diag(
     kind: DiagnosticKind,
@@ -207,13 +214,18 @@ fn index(msg: &mut Message<'_>, start: usize, is_header: bool) {
             let seg_no = msg.segs.len() + 1;
             let id = seg_id(buf, seg_start);
             let field = msg.spans.len() - first_span;
-            msg.diags.push(diag(
-                DiagnosticKind::LineBreakInContent,
-                p,
-                seg_no,
-                id,
-                field,
-            ));
+            // One per line break: a body of millions of lines would keep millions. The first are kept, the
+            // rest counted ([`Message::diagnostics_not_kept`]); they are warnings, so no error goes unsaid.
+            msg.line_breaks = msg.line_breaks.saturating_add(1);
+            if msg.line_breaks as usize <= MAX_LINE_BREAK_DIAGNOSTICS {
+                msg.diags.push(diag(
+                    DiagnosticKind::LineBreakInContent,
+                    p,
+                    seg_no,
+                    id,
+                    field,
+                ));
+            }
             pos_iter_start = q;
             continue;
         }

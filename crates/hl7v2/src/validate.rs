@@ -534,7 +534,11 @@ impl Validator<'_, '_> {
             let message = if version.is_empty() {
                 format!("MSH-12 gives no version; read as {used}")
             } else {
-                format!("version {version:?} is not one of 2.1-2.8.2; read as {used}")
+                // Quoted to a few dozen characters: the field may be megabytes long.
+                format!(
+                    "version {} is not one of 2.1-2.8.2; read as {used}",
+                    quote(version)
+                )
             };
             self.report(
                 Rule::UnknownVersion,
@@ -548,9 +552,9 @@ impl Validator<'_, '_> {
             && self.tree.version() != self.tree.declared_version()
         {
             let message = format!(
-                "version {} has no message structure for {:?}; read with {id} of version {}",
+                "version {} has no message structure for {}; read with {id} of version {}",
                 self.tree.declared_version().as_str(),
-                text(9),
+                quote(&text(9)),
                 self.tree.version().as_str()
             );
             self.report(
@@ -567,8 +571,9 @@ impl Validator<'_, '_> {
                 "MSH-9 gives no message type: the message is read as a generic message".to_owned()
             } else {
                 format!(
-                    "version {} has no message structure for {kind:?}: the message is read as a generic message",
-                    self.tree.version().as_str()
+                    "version {} has no message structure for {}: the message is read as a generic message",
+                    self.tree.version().as_str(),
+                    quote(&kind)
                 )
             };
             self.report(

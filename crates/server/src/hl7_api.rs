@@ -169,16 +169,20 @@ pub(crate) fn too_large(index: usize, e: v2fhir::Error) -> ApiError {
 /// string. The parser's diagnostics come first (`rule` = `"parse"`), then the report's issues in message order;
 /// `valid` is false when any of them is an error.
 pub fn validation_json(msg: &Message<'_>, report: &Report) -> Value {
-    let mut issues = Vec::with_capacity(report.issues.len() + msg.diagnostics().len());
-    let mut valid = report.is_valid();
+    // The parser's diagnostics are listed up to the validator's own limit on issues, and the rest counted: a body
+    // of millions of malformed segments has a diagnostic each, and listing them all took gigabytes.
+    let diagnostics = msg.diagnostics();
+    let (listed, rest) = diagnostics.split_at(diagnostics.len().min(hl7v2::MAX_ISSUES));
+    let mut issues = Vec::with_capacity(report.issues.len() + listed.len() + 1);
+    let valid = report.is_valid()
+        && !diagnostics
+            .iter()
+            .any(|d| d.severity() == hl7v2::Severity::Error);
     let tree = msg.group_tree();
-    for d in msg.diagnostics() {
+    for d in listed {
         let err = hl7v2::AckError::from_diagnostic(msg, d);
         let severity = match d.severity() {
-            hl7v2::Severity::Error => {
-                valid = false;
-                IssueSeverity::Error
-            }
+            hl7v2::Severity::Error => IssueSeverity::Error,
             hl7v2::Severity::Warning => IssueSeverity::Warning,
         };
         let l = d.location;
@@ -197,6 +201,29 @@ pub fn validation_json(msg: &Message<'_>, report: &Report) -> Value {
             "rule": "parse",
             "path": path,
             "message": d.kind.describe(),
+        }));
+    }
+    let more = rest.len() + msg.diagnostics_not_kept();
+    if more > 0 {
+        // One issue for the rest: the gravest severity among them (those the parser did not keep are warnings),
+        // the code of the first listed of them or of a line break in content.
+        let error = rest.iter().any(|d| d.severity() == hl7v2::Severity::Error);
+        let code = match rest.first() {
+            Some(d) => hl7v2::AckError::from_diagnostic(msg, d)
+                .code
+                .code()
+                .to_string(),
+            None => "102".to_owned(),
+        };
+        issues.push(json!({
+            "severity": if error { "error" } else { "warning" },
+            "code": code,
+            "rule": "parse",
+            "path": "",
+            "message": format!(
+                "{more} more parse diagnostics, not listed (the first {} are)",
+                listed.len()
+            ),
         }));
     }
     for i in &report.issues {

@@ -152,7 +152,7 @@ impl<'a> SegView<'a> {
         firsts.clear();
         counts.clear();
         fields.push(None);
-        fields.extend((1..=seg.field_count()).map(|n| seg.field(n)));
+        fields.extend((1..=seg.field_count().min(MAX_FIELDS)).map(|n| seg.field(n)));
         SegView {
             id: seg.id(),
             header: seg.is_header(),
@@ -576,6 +576,10 @@ thread_local! {
 /// 40 bytes, measured), the segment's group instances (a vector and two of them, 72 bytes) and its id (16).
 const PER_SEGMENT: usize = 128;
 
+/// The fields of a segment that are read: many more than any version defines for any segment (PV1 has 52), far
+/// fewer than a hostile segment may have (60 million `|` made a gigabyte of field list).
+const MAX_FIELDS: usize = 1024;
+
 /// The room [`Ctx::apply_map`]'s spare lists start with.
 const SPARE_ROOM: usize = 16;
 
@@ -720,6 +724,17 @@ fn convert_in(
         let groups = &placed[index][..];
         let view = SegView::new(seg, spare_view.take());
         let id = view.id;
+        if seg.field_count() > MAX_FIELDS {
+            ctx.note(
+                Severity::Warning,
+                id,
+                format_args!(
+                    "{id} (segment {}) has {} fields; those past {MAX_FIELDS} are not read",
+                    index + 1,
+                    seg.field_count()
+                ),
+            );
+        }
         ctx.segment = index as u32 + 1;
         let present = |want: &str| match &by_place {
             Some(set) => (0..=groups.len()).any(|k| set.contains(&(&groups[..k], want))),
@@ -2693,6 +2708,21 @@ mod tests {
                 segment: 1,
                 segments: 20_001
             }
+        );
+    }
+
+    #[test]
+    fn fields_past_the_read_ones_are_reported_not_listed() {
+        let msg = format!(
+            "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|X1|P|2.5\rPID|1||M1^^^H^MR||DOE^JOHN{}\r",
+            "|".repeat(100_000)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&bundle(msg.as_bytes())).unwrap();
+        let text = v.to_string();
+        assert!(text.contains("\"family\":\"DOE\""), "{text}");
+        assert!(
+            text.contains("PID (segment 2) has 100005 fields; those past 1024 are not read"),
+            "{text}"
         );
     }
 

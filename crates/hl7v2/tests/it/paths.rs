@@ -107,6 +107,24 @@ fn segment_terminators_cr_lf_crlf_and_line_breaks_in_content() {
 }
 
 #[test]
+fn millions_of_line_breaks_keep_a_thousand_diagnostics_and_count_the_rest() {
+    // Every line of `x` is content of NTE-3 (no segment starts there), each a line break in content.
+    let mut bytes = b"MSH|^~\\&|||||||ADT^A01|1|P|2.5\rNTE|1||a".to_vec();
+    bytes.extend(b"\nx".repeat(250_000));
+    let m = Message::parse(&bytes);
+    assert_eq!(m.segment_count(), 2);
+    assert_eq!(m.get("NTE-3").map(|t| t.len()), Some(1 + 2 * 250_000));
+    assert_eq!(m.diagnostics().len(), 1000);
+    assert!(
+        m.diagnostics()
+            .iter()
+            .all(|d| d.kind == DiagnosticKind::LineBreakInContent)
+    );
+    assert_eq!(m.diagnostics_not_kept(), 249_000);
+    assert!(!m.has_errors());
+}
+
+#[test]
 fn charsets_from_msh18() {
     let latin1 = b"MSH|^~\\&|||||||ADT^A01|1|P|2.5||||||8859/1\rPID|1||||M\xfcller";
     let m = Message::parse(latin1);

@@ -82,6 +82,27 @@ async fn validate_answers_one_report_per_message_whatever_the_line_ends() {
 }
 
 #[tokio::test]
+async fn validate_lists_a_thousand_parse_diagnostics_and_counts_the_rest() {
+    // 5,000 line breaks inside NTE-3, each a parse diagnostic (a warning).
+    let body = format!(
+        "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|M1|P|2.5\rNTE|1||a{}\r",
+        "\nx".repeat(5000)
+    );
+    let (status, _, text) = validate("", body).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let issues = v["messages"][0]["issues"].as_array().unwrap();
+    let parse: Vec<&Value> = issues.iter().filter(|i| i["rule"] == "parse").collect();
+    assert_eq!(parse.len(), 1001, "{text}");
+    let last = parse[1000];
+    assert_eq!(last["severity"], "warning");
+    assert_eq!(
+        last["message"],
+        "4000 more parse diagnostics, not listed (the first 1000 are)"
+    );
+}
+
+#[tokio::test]
 async fn validate_takes_a_batch_file_a_forced_version_and_the_strict_profile() {
     let mut body = String::from("FHS|^~\\&|LAB\rBHS|^~\\&|LAB\r");
     body.push_str(&adt("B1", GOOD_PID, "\r"));
