@@ -369,6 +369,20 @@ async fn parse_names_segments_and_fields_and_reports_issues() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
         assert!(text.contains("no segment starts with MSH"), "{text}");
     }
+
+    // A message of more fields than the answer names: 422 too-costly, before its JSON is built.
+    let many = format!(
+        "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|M1|P|2.5\rNTE|1{}\r",
+        "|".repeat(server::MAX_PARSE_FIELDS)
+    );
+    let (fresh, _) = app();
+    let req = Request::post("/hl7/parse").body(Body::from(many)).unwrap();
+    let (status, _, text) = send(fresh, req).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{text}");
+    assert!(
+        text.contains("too-costly") && text.contains("/hl7/parse names at most"),
+        "{text}"
+    );
 }
 
 /// `GET /messages/{id}?names=true`: the stored message's view with names, as the console's desk shows it.
