@@ -111,6 +111,7 @@ async fn to_fhir(
             .filter(|c| c.kind == ChunkKind::Message)
             .enumerate()
             .map(|(i, chunk)| {
+                within_elements(&chunk)?;
                 v2fhir::convert_json(&chunk.parse(), &options).map_err(|e| too_large(i, e))
             })
             .collect::<Result<Vec<_>, ApiError>>()
@@ -267,6 +268,29 @@ fn version_param(query: &[(String, String)]) -> Result<Option<Version>, ApiError
 }
 
 /// `POST /hl7/parse`: the first message of the body, with names, and its validation under the lenient profile.
+/// The fields and segments one message of a body may have for the /hl7 routes to parse it. The parser's index takes
+/// about 8 bytes a field and 60 a segment: a 64 MiB body of separators would take about a gigabyte per request. No
+/// real message comes near (a 64 MiB message is an attachment: a few hundred fields).
+pub const MAX_HL7_ELEMENTS: usize = 1_000_000;
+
+/// `Err` (422 `too-costly`) when the message in `chunk` has more fields and segments than [`MAX_HL7_ELEMENTS`],
+/// counted before it is parsed.
+fn within_elements(chunk: &hl7v2::Chunk<'_>) -> Result<(), ApiError> {
+    let fs = chunk.bytes.get(3).copied().unwrap_or(b'|');
+    let n = chunk
+        .bytes
+        .iter()
+        .filter(|&&b| b == fs || b == b'\r' || b == b'\n')
+        .count();
+    if n > MAX_HL7_ELEMENTS {
+        return Err(ApiError::TooCostly(format!(
+            "the message at byte {} has {n} fields and segments; the /hl7 routes parse at most {MAX_HL7_ELEMENTS}",
+            chunk.offset
+        )));
+    }
+    Ok(())
+}
+
 /// The fields a message may have for `POST /hl7/parse` to name each (see [`parse`]).
 pub const MAX_PARSE_FIELDS: usize = 200_000;
 
@@ -283,6 +307,7 @@ async fn parse(
                 "the body holds no HL7 v2 message: no segment starts with MSH".into(),
             ));
         };
+        within_elements(&chunk)?;
         let msg = chunk.parse_with(&options);
         // The answer names every field: its JSON tree takes about 150 bytes a field, and a body of 60 million `|`
         // took 9 GB and 47 s. Past the bound the message is refused (validation has no such cost).
@@ -354,10 +379,11 @@ fn validate_all(
     let out: Vec<Value> = hl7v2::split(body)
         .filter(|c| c.kind == ChunkKind::Message)
         .map(|chunk| {
+            within_elements(&chunk)?;
             let msg = chunk.parse_with(&options);
-            validation_json(&msg, &hl7v2::validate(&msg, profile))
+            Ok(validation_json(&msg, &hl7v2::validate(&msg, profile)))
         })
-        .collect();
+        .collect::<Result<_, ApiError>>()?;
     if out.is_empty() {
         return Err(ApiError::BadRequest(
             "the body holds no HL7 v2 message: no segment starts with MSH".into(),

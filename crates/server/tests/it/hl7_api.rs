@@ -103,6 +103,33 @@ async fn validate_lists_a_thousand_parse_diagnostics_and_counts_the_rest() {
 }
 
 #[tokio::test]
+async fn a_message_of_more_elements_than_the_routes_parse_is_refused_before_parsing() {
+    let many = format!(
+        "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|M1|P|2.5\rNTE|1{}\r",
+        "|".repeat(server::MAX_HL7_ELEMENTS)
+    );
+    for route in ["/hl7/validate", "/hl7/parse", "/hl7/to-fhir"] {
+        let (app, _) = app();
+        let req = Request::post(route).body(Body::from(many.clone())).unwrap();
+        let (status, _, text) = send(app, req).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{route}: {text}");
+        assert!(
+            text.contains("too-costly") && text.contains("the /hl7 routes parse at most"),
+            "{route}: {text}"
+        );
+    }
+    // Below the bound the same shape is answered.
+    let fewer = format!(
+        "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|M1|P|2.5\rNTE|1{}\r",
+        "|".repeat(server::MAX_HL7_ELEMENTS - 100)
+    );
+    let (status, _, text) = validate("", fewer).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["messages"][0]["control_id"], "M1");
+}
+
+#[tokio::test]
 async fn validate_takes_a_batch_file_a_forced_version_and_the_strict_profile() {
     let mut body = String::from("FHS|^~\\&|LAB\rBHS|^~\\&|LAB\r");
     body.push_str(&adt("B1", GOOD_PID, "\r"));
