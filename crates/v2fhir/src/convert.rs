@@ -540,8 +540,8 @@ pub(crate) struct Notes {
 impl Notes {
     /// Records a note (an information note only when the report is asked for); `message` is formatted only then.
     fn add(&mut self, severity: Severity, path: impl fmt::Display, message: fmt::Arguments<'_>) {
-        self.made += 1;
         if severity == Severity::Information && !self.info {
+            self.made += 1;
             return;
         }
         self.add_always(severity, path, message);
@@ -583,6 +583,12 @@ const MAX_FIELDS: usize = 1024;
 /// The room [`Ctx::apply_map`]'s spare lists start with.
 const SPARE_ROOM: usize = 16;
 
+/// A list from `pool`, or a new one with room for `room` items: room for what a map usually has (a data type's
+/// components, the rows of an OBX that apply), so that it is allocated once rather than grown step by step.
+fn spare<T>(pool: &mut Vec<Vec<T>>, room: usize) -> Vec<T> {
+    pool.pop().unwrap_or_else(|| Vec::with_capacity(room))
+}
+
 /// An arena that grew past this for one message is given back rather than kept for the next.
 const ARENA_KEPT: usize = 1 << 20;
 
@@ -616,13 +622,14 @@ fn convert_in(
     // What is kept per segment before any is converted (the group tree, each segment's group instances and id),
     // counted in the bound and checked before it is built: a body of millions of empty segments would take more
     // than the bound in these alone.
+    let too_large = |segment| Error::TooLarge {
+        limit: opts.max_memory,
+        segment,
+        segments: msg.segment_count(),
+    };
     let fixed = msg.segment_count().saturating_mul(PER_SEGMENT);
     if fixed > opts.max_memory {
-        return Err(Error::TooLarge {
-            limit: opts.max_memory,
-            segment: 1,
-            segments: msg.segment_count(),
-        });
+        return Err(too_large(1));
     }
     let tree = msg.group_tree();
     let structure = tree.structure_id().unwrap_or("");
@@ -715,11 +722,7 @@ fn convert_in(
     let mut mapped_fields: Vec<bool> = Vec::new();
     for (index, seg) in msg.segments().enumerate() {
         if ctx.over_budget() {
-            return Err(Error::TooLarge {
-                limit: opts.max_memory,
-                segment: index + 1,
-                segments: msg.segment_count(),
-            });
+            return Err(too_large(index + 1));
         }
         let groups = &placed[index][..];
         let view = SegView::new(seg, spare_view.take());
@@ -829,11 +832,7 @@ fn convert_in(
         spare_view = Some(view);
     }
     if ctx.over_budget() {
-        return Err(Error::TooLarge {
-            limit: opts.max_memory,
-            segment: msg.segment_count(),
-            segments: msg.segment_count(),
-        });
+        return Err(too_large(msg.segment_count()));
     }
     Ok(ctx.finish())
 }
@@ -1127,12 +1126,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         }
         let msg = self.msg;
         // A value's components, split once for all the rows that read them (and their conditions).
-        // The spare lists start with room for what a map usually has (a data type's components, the rows of an
-        // OBX that apply), so that they are allocated once rather than grown step by step.
-        let mut parts = self
-            .spare_values
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(SPARE_ROOM));
+        let mut parts = spare(&mut self.spare_values, SPARE_ROOM);
         if let Src::Val(v, _) = src {
             child_parts(v, &mut parts);
         }
@@ -1143,18 +1137,9 @@ impl<'m, 'a> Ctx<'m, 'a> {
             present,
         };
         let mut primitive: Option<Node> = None;
-        let mut written = self
-            .spare_written
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(SPARE_ROOM));
-        let mut order = self
-            .spare
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(4 * SPARE_ROOM));
-        let mut values = self
-            .spare_values
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(SPARE_ROOM));
+        let mut written = spare(&mut self.spare_written, SPARE_ROOM);
+        let mut order = spare(&mut self.spare, 4 * SPARE_ROOM);
+        let mut values = spare(&mut self.spare_values, SPARE_ROOM);
         valued_rows(map, src, &parts, &mut order);
         // The element last read: a map's rows for one element are neighbours (the OBX map's 25 alternatives for
         // OBX-5), and they read it once.
@@ -2572,8 +2557,6 @@ mod tests {
         }
     }
 
-    /// Past [`SCAN_MAX`] value resources the memo and the ids are hashed: a value seen again is still one
-    /// resource, and every reference still resolves.
     #[test]
     fn the_first_of_equal_notes_stays_in_order_however_many() {
         let note = |i: usize| Note {
@@ -2726,6 +2709,8 @@ mod tests {
         );
     }
 
+    /// Past [`SCAN_MAX`] value resources the memo and the ids are hashed: a value seen again is still one
+    /// resource, and every reference still resolves.
     #[test]
     fn many_value_resources_stay_one_per_value() {
         let mut msg = ORU
