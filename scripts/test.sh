@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# A run from a clean checkout gains nothing from incremental compilation, whose caches take gigabytes of disk.
+export CARGO_INCREMENTAL=0
+
 if [ ! -d ../shared/data ]; then
     echo "ERROR: ../shared (test corpora and conformance suites) is missing beside this checkout" >&2
     exit 1
