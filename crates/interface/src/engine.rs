@@ -17,6 +17,27 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
+/// The fields and segments a received message may have to be parsed. The parser's index takes about 8 bytes a
+/// field: a 16 MiB frame of separators alone would take some 130 MB while it is parsed and validated, per
+/// connection. No real message comes near (a large message is an attachment: a few hundred fields); one that
+/// passes is stored whole, as received, and rejected (AR/CR) with its header read for the acknowledgement.
+pub const MAX_ELEMENTS: usize = 1_000_000;
+
+/// The bytes of `raw` that hold its header segment, at most 64 KiB of them: what a message refused before
+/// parsing is read by for its acknowledgement (MSH-10, the sender, the acknowledgement mode).
+fn header_bytes(raw: &[u8]) -> &[u8] {
+    let head = &raw[..raw.len().min(64 << 10)];
+    let end = memchr::memchr2(b'\r', b'\n', head).unwrap_or(head.len());
+    &head[..end]
+}
+
+fn too_many_text(elements: usize) -> String {
+    format!(
+        "the message has {elements} fields and segments; at most {MAX_ELEMENTS} are parsed (it is stored as \
+         received)"
+    )
+}
+
 /// The interface engine: a durable store, duplicate detection, routes and their delivery workers.
 ///
 /// Cheap to clone (an `Arc`). [`Engine::open`] must run inside a tokio runtime: it starts one delivery task per
@@ -177,7 +198,14 @@ impl Engine {
     async fn receive_timed(&self, raw: Bytes, peer: &str, timing: AckTiming) -> Receipt {
         let inner = &self.inner;
         inner.counters.received.fetch_add(1, Ordering::Relaxed);
-        let msg = Message::parse(&raw);
+        // A message of more elements than [`MAX_ELEMENTS`] is not parsed: its header alone is.
+        let elements = if raw.len() > MAX_ELEMENTS {
+            hl7v2::element_count(&raw)
+        } else {
+            0
+        };
+        let too_many = elements > MAX_ELEMENTS;
+        let msg = Message::parse(if too_many { header_bytes(&raw) } else { &raw });
         let header = Header::read(&msg);
         let parse_errors = msg
             .diagnostics()
@@ -197,7 +225,7 @@ impl Engine {
                         .is_none_or(|v| v.text().trim().is_empty())
             })
             .collect();
-        let rejected = parse_errors > 0 || !has_header || !missing.is_empty();
+        let rejected = too_many || parse_errors > 0 || !has_header || !missing.is_empty();
         let enhanced = msg.ack_mode() == AckMode::Enhanced;
         let mode = inner.config.validation.mode;
         // Validated only when it parsed: an unparseable message is rejected whatever its content.
@@ -221,7 +249,9 @@ impl Engine {
                 .collect()
         };
         let note = if rejected {
-            Some(if !has_header {
+            Some(if too_many {
+                too_many_text(elements)
+            } else if !has_header {
                 "no MSH segment".to_string()
             } else {
                 let mut parts = Vec::new();
@@ -293,7 +323,13 @@ impl Engine {
                     format!("MSH-{field} ({what}) is required"),
                 ));
             }
-            let ack = if has_header {
+            let ack = if too_many {
+                ack.error(AckError::new(
+                    ErrorCode::ApplicationInternalError,
+                    ErrorLocation::default(),
+                    too_many_text(elements),
+                ))
+            } else if has_header {
                 ack
             } else {
                 ack.error(AckError::new(

@@ -45,7 +45,7 @@ pub use config::{
     KafkaRouteConfig, KafkaSourceConfig, KafkaValue, MllpConfig, RouteConfig, StoreConfig,
     TlsFiles,
 };
-pub use engine::{Engine, Receipt};
+pub use engine::{Engine, MAX_ELEMENTS, Receipt};
 pub use error::EngineError;
 #[cfg(feature = "kafka")]
 /// The names of the record headers a Kafka route writes.

@@ -271,17 +271,16 @@ fn version_param(query: &[(String, String)]) -> Result<Option<Version>, ApiError
 /// The fields and segments one message of a body may have for the /hl7 routes to parse it. The parser's index takes
 /// about 8 bytes a field and 60 a segment: a 64 MiB body of separators would take about a gigabyte per request. No
 /// real message comes near (a 64 MiB message is an attachment: a few hundred fields).
-pub const MAX_HL7_ELEMENTS: usize = 1_000_000;
+/// The engine's own bound on a received message ([`interface::MAX_ELEMENTS`]).
+pub const MAX_HL7_ELEMENTS: usize = interface::MAX_ELEMENTS;
 
 /// `Err` (422 `too-costly`) when the message in `chunk` has more fields and segments than [`MAX_HL7_ELEMENTS`],
 /// counted before it is parsed.
 fn within_elements(chunk: &hl7v2::Chunk<'_>) -> Result<(), ApiError> {
-    let fs = chunk.bytes.get(3).copied().unwrap_or(b'|');
-    let n = chunk
-        .bytes
-        .iter()
-        .filter(|&&b| b == fs || b == b'\r' || b == b'\n')
-        .count();
+    if chunk.bytes.len() <= MAX_HL7_ELEMENTS {
+        return Ok(());
+    }
+    let n = hl7v2::element_count(chunk.bytes);
     if n > MAX_HL7_ELEMENTS {
         return Err(ApiError::TooCostly(format!(
             "the message at byte {} has {n} fields and segments; the /hl7 routes parse at most {MAX_HL7_ELEMENTS}",

@@ -134,6 +134,42 @@ async fn oversized_message_is_rejected_naming_its_control_id() {
 }
 
 #[tokio::test]
+async fn a_message_of_too_many_fields_is_stored_whole_and_rejected_unparsed() {
+    let h =
+        Harness::start("[[route]]\nname = \"all\"\ndir = \"/nonexistent-never-written\"\n").await;
+    let mut c = h.client().await;
+    // One segment of more separators than the engine parses: about a megabyte, far below the frame limit.
+    let head = with_control_id(&sample("ADT-A01-01.hl7"), "MANY-1");
+    let mut raw = head.clone();
+    raw.extend_from_slice(b"ZZZ");
+    raw.extend(std::iter::repeat_n(b'|', interface::MAX_ELEMENTS));
+    raw.push(b'\r');
+    assert!(hl7v2::element_count(&raw) > interface::MAX_ELEMENTS);
+    let ack = c.send(&raw).await.unwrap();
+    assert_eq!(msa(&ack), ("AR".into(), "MANY-1".into()));
+    let parsed = hl7v2::Message::parse(&ack);
+    let err = String::from_utf8_lossy(&ack).into_owned();
+    assert!(parsed.find_segment(b"ERR", 1).is_some(), "{err}");
+    assert!(err.contains("fields and segments"), "{err}");
+    let stored = h.engine.get(h.id_of("MANY-1")).unwrap().unwrap();
+    assert_eq!(stored.summary.status, Status::Rejected);
+    assert_eq!(stored.raw, raw, "stored as received, every byte");
+    assert!(
+        stored.deliveries.is_empty(),
+        "a refused message is not routed"
+    );
+    assert_eq!(stored.summary.message_type, "ADT", "the header was read");
+
+    // As long a message of few elements (an attachment) is parsed and accepted.
+    let mut raw = with_control_id(&sample("ADT-A01-01.hl7"), "LONG-1");
+    raw.extend_from_slice(b"NTE|1||");
+    raw.extend(std::iter::repeat_n(b'A', interface::MAX_ELEMENTS + 10));
+    raw.push(b'\r');
+    let ack = c.send(&raw).await.unwrap();
+    assert_eq!(msa(&ack), ("AA".into(), "LONG-1".into()));
+}
+
+#[tokio::test]
 async fn ack_on_receipt_and_after_processing() {
     let h = Harness::start("[ack]\ntiming = \"on-receipt\"\n").await;
     let mut c = h.client().await;
