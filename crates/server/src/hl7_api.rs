@@ -107,34 +107,63 @@ async fn to_fhir(
             checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
             ..Default::default()
         };
-        hl7v2::split(&body)
-            .filter(|c| c.kind == ChunkKind::Message)
-            .enumerate()
-            .map(|(i, chunk)| {
-                within_elements(&chunk)?;
-                v2fhir::convert_json(&chunk.parse(), &options).map_err(|e| too_large(i, e))
-            })
-            .collect::<Result<Vec<_>, ApiError>>()
+        convert_all(&body, &options, MAX_BATCH_ANSWER)
     })
     .await?;
+    let (mut out, count) = bundles;
     let content_type = |t: &'static str| [(axum::http::header::CONTENT_TYPE, t)];
-    match bundles.len() {
+    match count {
         0 => Err(ApiError::BadRequest(
             "the body holds no HL7 v2 message: no segment starts with MSH".into(),
         )),
         1 => {
-            let json = bundles.into_iter().next().unwrap_or_default();
-            Ok((content_type("application/fhir+json"), json).into_response())
+            out.pop();
+            Ok((content_type("application/fhir+json"), out).into_response())
         }
-        _ => {
-            let mut out = Vec::new();
-            for b in bundles {
-                out.extend_from_slice(&b);
-                out.push(b'\n');
-            }
-            Ok((content_type("application/fhir+ndjson"), out).into_response())
-        }
+        _ => Ok((content_type("application/fhir+ndjson"), out).into_response()),
     }
+}
+
+/// The Bundles of the messages in `body`, one per line, written as each message is converted, and how many: at
+/// most `limit` bytes of them (else 422 `too-costly`).
+fn convert_all(
+    body: &[u8],
+    options: &v2fhir::Options<'_>,
+    limit: usize,
+) -> Result<(Vec<u8>, usize), ApiError> {
+    let mut out = Vec::new();
+    let mut count = 0;
+    for (i, chunk) in hl7v2::split(body)
+        .filter(|c| c.kind == ChunkKind::Message)
+        .enumerate()
+    {
+        within_elements(&chunk)?;
+        let json = v2fhir::convert_json(&chunk.parse(), options).map_err(|e| too_large(i, e))?;
+        out.extend_from_slice(&json);
+        out.push(b'\n');
+        count += 1;
+        within_answer(out.len(), limit, i, "Bundles")?;
+    }
+    Ok((out, count))
+}
+
+/// The bytes one answer of `POST /hl7/to-fhir` or `/hl7/validate` may hold. Each message of a batch is bounded
+/// on its own, but a 64 MiB body of small messages becomes Bundles about thirteen times its size (800 MB, and as
+/// much again while they were joined); past this the request is refused, 422 `too-costly`, naming the message
+/// where the answer passed it, so that the client splits the batch.
+pub const MAX_BATCH_ANSWER: usize = 256 << 20;
+
+/// `Err` (422 `too-costly`) when an answer of `len` bytes, reached at message `index` (0-based), is past `limit`
+/// ([`MAX_BATCH_ANSWER`] but in tests).
+fn within_answer(len: usize, limit: usize, index: usize, what: &str) -> Result<(), ApiError> {
+    if len > limit {
+        return Err(ApiError::TooCostly(format!(
+            "the {what} of the body's first {} messages pass {limit} bytes, the most one answer holds: split the \
+             batch",
+            index + 1,
+        )));
+    }
+    Ok(())
 }
 
 /// Conversions running at once, over the process: each may take up to [`v2fhir::DEFAULT_MAX_MEMORY`] while it
@@ -363,30 +392,110 @@ async fn validate(
         ));
     }
     // Validation is CPU work proportional to the body (a batch of thousands of messages): off the HTTP thread.
-    let messages = tokio::task::spawn_blocking(move || validate_all(&body, version, &profile))
-        .await
-        .map_err(|e| ApiError::Internal(format!("validation task failed: {e}")))??;
-    Ok(axum::Json(json!({ "messages": messages })).into_response())
+    let answer = tokio::task::spawn_blocking(move || {
+        validate_all(&body, version, &profile, MAX_BATCH_ANSWER)
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("validation task failed: {e}")))??;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        answer,
+    )
+        .into_response())
 }
 
+/// `{"messages":[...]}`, each message's [`validation_json`] written as it is validated, so that a batch holds its
+/// reports' bytes rather than their JSON trees, bounded by [`MAX_BATCH_ANSWER`].
 fn validate_all(
     body: &[u8],
     version: Option<Version>,
     profile: &Profile,
-) -> Result<Vec<Value>, ApiError> {
+    limit: usize,
+) -> Result<Vec<u8>, ApiError> {
     let options = validation_parse_options(version);
-    let out: Vec<Value> = hl7v2::split(body)
+    let mut out = b"{\"messages\":[".to_vec();
+    let mut count = 0;
+    for (i, chunk) in hl7v2::split(body)
         .filter(|c| c.kind == ChunkKind::Message)
-        .map(|chunk| {
-            within_elements(&chunk)?;
-            let msg = chunk.parse_with(&options);
-            Ok(validation_json(&msg, &hl7v2::validate(&msg, profile)))
-        })
-        .collect::<Result<_, ApiError>>()?;
-    if out.is_empty() {
+        .enumerate()
+    {
+        within_elements(&chunk)?;
+        let msg = chunk.parse_with(&options);
+        if count > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(
+            &mut out,
+            &validation_json(&msg, &hl7v2::validate(&msg, profile)),
+        )
+        .map_err(|e| ApiError::Internal(format!("a validation report was not written: {e}")))?;
+        count += 1;
+        within_answer(out.len(), limit, i, "validation reports")?;
+    }
+    if count == 0 {
         return Err(ApiError::BadRequest(
             "the body holds no HL7 v2 message: no segment starts with MSH".into(),
         ));
     }
+    out.extend_from_slice(b"]}");
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ADT: &[u8] = include_bytes!("../../../bench/hl7v2/messages/adt_a01.hl7");
+    const ORU: &[u8] = include_bytes!("../../../bench/hl7v2/messages/oru_r01.hl7");
+
+    /// A batch of the bench's messages, one after another (their files end without a segment terminator).
+    fn batch() -> Vec<u8> {
+        [ADT, b"\r", ORU, b"\r", ADT, b"\r"].concat()
+    }
+
+    fn too_costly_text(r: Result<impl std::fmt::Debug, ApiError>) -> String {
+        match r {
+            Err(ApiError::TooCostly(text)) => text,
+            other => panic!("expected 422 too-costly, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_batchs_bundles_are_each_messages_own_until_the_answer_passes_its_bound() {
+        let options = v2fhir::Options::default();
+        let alone: Vec<Vec<u8>> = [ADT, ORU, ADT]
+            .iter()
+            .map(|m| v2fhir::convert_json(&hl7v2::Message::parse(m), &options).unwrap())
+            .collect();
+        let (out, count) = convert_all(&batch(), &options, usize::MAX).unwrap();
+        assert_eq!(count, 3);
+        let lines: Vec<&[u8]> = out.strip_suffix(b"\n").unwrap().split(|&b| b == b'\n').collect();
+        assert_eq!(lines, alone.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        // The bound one byte short of the first two Bundles and their line ends: refused at the second message.
+        let limit = alone[0].len() + alone[1].len() + 1;
+        let text = too_costly_text(convert_all(&batch(), &options, limit));
+        assert!(text.contains("first 2 messages"), "{text}");
+        assert!(convert_all(&batch(), &options, limit + 1).is_err(), "the third passes it");
+        let (_, count) = convert_all(&batch(), &options, out.len()).unwrap();
+        assert_eq!(count, 3, "an answer of exactly the bound is given");
+    }
+
+    #[test]
+    fn a_batchs_validation_reports_are_each_messages_own_until_the_answer_passes_its_bound() {
+        let profile = Profile::lenient();
+        let out = validate_all(&batch(), None, &profile, usize::MAX).unwrap();
+        let answer: Value = serde_json::from_slice(&out).unwrap();
+        let options = validation_parse_options(None);
+        let alone: Vec<Value> = [ADT, ORU, ADT]
+            .iter()
+            .map(|m| {
+                let msg = hl7v2::Message::parse_with(m, &options);
+                validation_json(&msg, &hl7v2::validate(&msg, &profile))
+            })
+            .collect();
+        assert_eq!(answer, json!({ "messages": alone }));
+        let text = too_costly_text(validate_all(&batch(), None, &profile, 20));
+        assert!(text.contains("first 1 messages"), "{text}");
+        assert!(validate_all(&batch(), None, &profile, out.len()).is_ok());
+    }
 }

@@ -48,7 +48,9 @@ pub use code_check::TerminologyChecker;
 pub use console::first_load_gzip_bytes;
 pub use error::{ApiError, IssueType};
 pub use fast_lane::App;
-pub use hl7_api::{MAX_HL7_ELEMENTS, MAX_PARSE_FIELDS, validation_json, validation_parse_options};
+pub use hl7_api::{
+    MAX_BATCH_ANSWER, MAX_HL7_ELEMENTS, MAX_PARSE_FIELDS, validation_json, validation_parse_options,
+};
 pub use lifecycle::{LiveApp, Phase, Readiness};
 pub use metrics::Metrics;
 pub use offload::offload_work;
