@@ -139,10 +139,11 @@ fn convert_all(
     {
         within_elements(&chunk)?;
         let json = v2fhir::convert_json(&chunk.parse(), options).map_err(|e| too_large(i, e))?;
+        // Checked before the answer grows, so that its buffer never doubles past the bound.
+        within_answer(out.len() + json.len() + 1, limit, i, "Bundles")?;
         out.extend_from_slice(&json);
         out.push(b'\n');
         count += 1;
-        within_answer(out.len(), limit, i, "Bundles")?;
     }
     Ok((out, count))
 }
@@ -421,16 +422,16 @@ fn validate_all(
     {
         within_elements(&chunk)?;
         let msg = chunk.parse_with(&options);
+        let report = serde_json::to_vec(&validation_json(&msg, &hl7v2::validate(&msg, profile)))
+            .map_err(|e| ApiError::Internal(format!("a validation report was not written: {e}")))?;
+        // Checked before the answer grows (with its `,` and closing `]}`), so that its buffer never doubles past
+        // the bound.
+        within_answer(out.len() + report.len() + 3, limit, i, "validation reports")?;
         if count > 0 {
             out.push(b',');
         }
-        serde_json::to_writer(
-            &mut out,
-            &validation_json(&msg, &hl7v2::validate(&msg, profile)),
-        )
-        .map_err(|e| ApiError::Internal(format!("a validation report was not written: {e}")))?;
+        out.extend_from_slice(&report);
         count += 1;
-        within_answer(out.len(), limit, i, "validation reports")?;
     }
     if count == 0 {
         return Err(ApiError::BadRequest(
@@ -469,13 +470,20 @@ mod tests {
             .collect();
         let (out, count) = convert_all(&batch(), &options, usize::MAX).unwrap();
         assert_eq!(count, 3);
-        let lines: Vec<&[u8]> = out.strip_suffix(b"\n").unwrap().split(|&b| b == b'\n').collect();
+        let lines: Vec<&[u8]> = out
+            .strip_suffix(b"\n")
+            .unwrap()
+            .split(|&b| b == b'\n')
+            .collect();
         assert_eq!(lines, alone.iter().map(Vec::as_slice).collect::<Vec<_>>());
         // The bound one byte short of the first two Bundles and their line ends: refused at the second message.
         let limit = alone[0].len() + alone[1].len() + 1;
         let text = too_costly_text(convert_all(&batch(), &options, limit));
         assert!(text.contains("first 2 messages"), "{text}");
-        assert!(convert_all(&batch(), &options, limit + 1).is_err(), "the third passes it");
+        assert!(
+            convert_all(&batch(), &options, limit + 1).is_err(),
+            "the third passes it"
+        );
         let (_, count) = convert_all(&batch(), &options, out.len()).unwrap();
         assert_eq!(count, 3, "an answer of exactly the bound is given");
     }
