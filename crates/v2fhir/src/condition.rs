@@ -124,7 +124,87 @@ fn first_is(facts: &dyn Facts, r: &Ref, test: impl Fn(&str) -> bool) -> bool {
     out
 }
 
+/// A condition's leading test of one element against literals (`OBX-2 EQUALS "NM"`, `OBX-2 IN ("ST", "FT")`, the
+/// first conjunct of `OBX-2 EQUALS "SN" AND OBX-5.1 ...`). The converter tests it first, reading the element once
+/// for all the neighbouring rows that test it: the OBX map's 25 alternatives for OBX-5 each test OBX-2, and
+/// evaluating their conditions whole was a tenth of an ORU^R01's conversion.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Guard {
+    /// The element tested.
+    pub(crate) r: Ref,
+    /// The test passes when the element's first value is one of these.
+    pub(crate) any_of: Box<[Box<str>]>,
+    /// The test is the whole condition: when it passes, the condition holds.
+    pub(crate) decides: bool,
+}
+
+/// The first value of a [`Guard`]'s element, as [`Facts::first`] gives it, kept by value (codes are short).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum GuardValue {
+    /// The element is not valued.
+    Absent,
+    /// Its text, when it fits.
+    Short { len: u8, bytes: [u8; 15] },
+    /// Longer than any code: the condition is evaluated whole.
+    Long,
+}
+
+impl GuardValue {
+    /// Reads the first value of `r`.
+    pub(crate) fn read(facts: &dyn Facts, r: &Ref) -> GuardValue {
+        let mut out = GuardValue::Absent;
+        facts.first(r, &mut |t| {
+            out = match t {
+                None => GuardValue::Absent,
+                Some(t) if t.len() <= 15 => {
+                    let mut bytes = [0; 15];
+                    bytes[..t.len()].copy_from_slice(t.as_bytes());
+                    GuardValue::Short {
+                        len: t.len() as u8,
+                        bytes,
+                    }
+                }
+                Some(_) => GuardValue::Long,
+            }
+        });
+        out
+    }
+
+    /// Whether the guard's test passes on this value (`None`: not known from a value this long).
+    pub(crate) fn passes(&self, any_of: &[Box<str>]) -> Option<bool> {
+        match self {
+            GuardValue::Absent => Some(false),
+            GuardValue::Short { len, bytes } => {
+                let v = &bytes[..usize::from(*len)];
+                Some(any_of.iter().any(|a| a.as_bytes() == v))
+            }
+            GuardValue::Long => None,
+        }
+    }
+}
+
 impl Cond {
+    /// The condition's leading test of one element against literals, when it has one.
+    pub(crate) fn guard(&self) -> Option<Guard> {
+        match self {
+            Cond::Equals(r, v) => Some(Guard {
+                r: r.clone(),
+                any_of: Box::new([v.clone()]),
+                decides: true,
+            }),
+            Cond::In(r, list) => Some(Guard {
+                r: r.clone(),
+                any_of: list.clone().into_boxed_slice(),
+                decides: true,
+            }),
+            Cond::And(a, _) => a.guard().map(|g| Guard {
+                decides: false,
+                ..g
+            }),
+            _ => None,
+        }
+    }
+
     /// Evaluates the condition; an unparsed condition never holds.
     pub(crate) fn holds(&self, facts: &dyn Facts) -> bool {
         match self {
@@ -634,6 +714,58 @@ pub(crate) fn parse(text: &str, own: Ref, data_type: Option<&str>) -> Cond {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Facts where one element has one value and nothing else is valued.
+    struct One<'x>(&'x Ref, Option<&'x str>);
+
+    impl Facts for One<'_> {
+        fn values(&self, r: &Ref, visit: &mut dyn FnMut(&str) -> bool) {
+            if r == self.0
+                && let Some(v) = self.1
+            {
+                visit(v);
+            }
+        }
+        fn segment_present(&self, _: &str) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn a_guard_never_contradicts_its_condition_over_every_guarded_row_of_the_guide() {
+        let mut guarded = 0;
+        for map in &crate::maps::maps().elements {
+            for row in &map.rows {
+                let Some(g) = &row.guard else { continue };
+                guarded += 1;
+                let long = "X".repeat(20);
+                let mut values: Vec<Option<&str>> =
+                    vec![None, Some(""), Some("ZZ-other"), Some(&long)];
+                values.extend(g.any_of.iter().map(|v| Some(&**v)));
+                for v in values {
+                    let facts = One(&g.r, v.filter(|t| !t.is_empty()));
+                    let holds = row.cond.holds(&facts);
+                    match GuardValue::read(&facts, &g.r).passes(&g.any_of) {
+                        Some(false) => assert!(
+                            !holds,
+                            "{:?} with {v:?}: the guard fails, the condition holds",
+                            row.cond
+                        ),
+                        Some(true) if g.decides => {
+                            assert!(
+                                holds,
+                                "{:?} with {v:?}: the guard decides, the condition fails",
+                                row.cond
+                            )
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        // The OBX map's alternatives for OBX-5 among them.
+        assert!(guarded > 100, "{guarded} guarded rows");
+    }
 
     fn seg(s: &str, f: u16, c: u16) -> Ref {
         Ref {

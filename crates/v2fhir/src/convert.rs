@@ -1,7 +1,7 @@
 //! The converter: walks a message's segments in their group tree, applies the guide's message map rows to each,
 //! the segment maps to the resources the rows name, the data type maps to each value, and assembles the Bundle.
 
-use crate::condition::{Cond, Facts, Ref, eq_short};
+use crate::condition::{Cond, Facts, GuardValue, Ref, eq_short};
 use crate::maps::{
     Attr, DefaultMap, ElementMap, ElementRow, Fnv as FnvBuild, Key, MessageMap, MessageRow, Part,
     Resolved, Step, VALUE_STEP, maps,
@@ -1144,6 +1144,8 @@ impl<'m, 'a> Ctx<'m, 'a> {
         // The element last read: a map's rows for one element are neighbours (the OBX map's 25 alternatives for
         // OBX-5), and they read it once.
         let mut read: Option<(u16, u16)> = None;
+        // The element a guard last read, and its value: the guarded alternatives for one element are neighbours.
+        let mut guarded: Option<(&'static Ref, GuardValue)> = None;
         for &i in &order {
             let row = &map.rows[i as usize];
             // The element first: most rows read one that is not valued, and the checks below have no effects,
@@ -1156,8 +1158,22 @@ impl<'m, 'a> Ctx<'m, 'a> {
             if values.is_empty() {
                 continue;
             }
-            if !self.holds(row, &facts) {
-                continue;
+            let passes = row.guard.as_ref().and_then(|g| {
+                let value = match guarded {
+                    Some((r, v)) if *r == g.r => v,
+                    _ => {
+                        let v = GuardValue::read(&facts, &g.r);
+                        guarded = Some((&g.r, v));
+                        v
+                    }
+                };
+                value.passes(&g.any_of).map(|p| (p, g.decides))
+            });
+            match passes {
+                Some((false, _)) => continue,
+                Some((true, true)) => {}
+                _ if !self.holds(row, &facts) => continue,
+                _ => {}
             }
             // Rows conditioned by narrative alone: the first applicable alternative for an element and attribute
             // is taken (the guide lists its default first).

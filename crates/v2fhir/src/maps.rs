@@ -2,7 +2,7 @@
 //! into the rules the converter walks: message rows by group path, segment and data type maps by name with
 //! their attribute paths and conditions parsed, vocabulary maps by code.
 
-use crate::condition::{self, Cond, Ref};
+use crate::condition::{self, Cond, Guard, Ref};
 use fhir::{ElementShape, TypeShape};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -140,6 +140,8 @@ pub(crate) struct ElementRow {
     /// conditions, so that the converter evaluates each once per segment (the OBX map asks for OBX-2 dozens of
     /// times).
     pub(crate) cond_slot: Option<u32>,
+    /// The condition's leading test of one element against literals ([`Cond::guard`]).
+    pub(crate) guard: Option<Guard>,
     pub(crate) narrative_only: bool,
     pub(crate) attr: Attr,
     /// The FHIR type the guide names for the attribute, when it is a primitive (`code`, `date`): the type of a
@@ -569,6 +571,7 @@ fn compile() -> Maps {
                     second,
                     cond: Cond::Unparsed,
                     cond_slot: None,
+                    guard: None,
                     narrative_only: false,
                     attr: Attr::Path(Vec::new()),
                     fhir_primitive: None,
@@ -615,6 +618,7 @@ fn compile() -> Maps {
             entry.rows.push(ElementRow {
                 first,
                 second,
+                guard: cond.guard(),
                 cond,
                 cond_slot,
                 narrative_only: narrative == "N",
