@@ -8,6 +8,8 @@
 #   bench/v2fhir/run.sh                       # both engines
 #   SKIP=lfh bench/v2fhir/run.sh              # leave one out (names: rust lfh)
 #   LFH_WARM_MS=10000 LFH_BUDGET_MS=5000 ...  # LinuxForHealth's warm-up and timed budget per message
+#   PROFILE=bench bench/v2fhir/run.sh         # Thoth built as `cargo bench` builds it by default (no LTO); the
+#                                             # default is `dist`, the profile of the shipped binary
 #
 # Both sides measure wall time (criterion does; the Java side follows) and report a median, so on a shared machine
 # both include time lost to other processes: compare within one run, not across runs.
@@ -23,7 +25,8 @@ skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
 
 if ! skip rust; then
     echo "== Thoth v2fhir (cargo bench, criterion)" >&2
-    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo bench --quiet -p v2fhir --bench v2fhir >&2)
+    # The shipped binary's profile (`dist`: release with whole-program LTO), unless PROFILE says another.
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo bench --quiet --profile "${PROFILE:-dist}" -p v2fhir --bench v2fhir >&2)
     # Criterion's median of its samples, in ns per iteration (the Java side reports a median too).
     for m in adt_a01_316B oru_r01_814B; do
         est=$TARGET/criterion/$m/parse+convert/new/estimates.json
