@@ -122,7 +122,7 @@ pub use edit::{EditError, MessageBuf};
 pub use escape::{decode as decode_escapes, encode as encode_escapes};
 pub use json::{to_json, to_json_with_names};
 pub use message::{Level, Message, Parts, Segment, Value};
-pub use parse::{ParseOptions, element_count};
+pub use parse::{ParseOptions, element_count, elements_over};
 pub use path::{AsPath, Path, PathError, Step};
 pub use structure::{GroupTree, PlacedSegment, TreeOptions, Unexpected, UnexpectedKind};
 pub use validate::{Issue, IssueSeverity, MAX_ISSUES, Profile, Report, Rule, validate};

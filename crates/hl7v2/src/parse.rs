@@ -38,12 +38,20 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// The fields and segments that parsing `buf` would index, counted without parsing it: each field separator (the
 /// byte after `MSH`, past a byte-order mark) and each segment terminator (CR or LF). The parser's index takes
 /// about 8 bytes a field, so a service that takes messages from untrusted peers counts first and refuses a
-/// message of separators it cannot afford to index. Counts every byte: call it only on a message longer than the
-/// limit, as a message of `n` bytes has at most `n` elements.
+/// message of separators it cannot afford to index ([`elements_over`]).
 pub fn element_count(buf: &[u8]) -> usize {
     let body = buf.strip_prefix(UTF8_BOM).unwrap_or(buf);
     let fs = body.get(3).copied().unwrap_or(b'|');
     memchr::memchr3_iter(fs, b'\r', b'\n', body).count()
+}
+
+/// [`element_count`] when it is more than `limit`, else `None`. Free for a message of at most `limit` bytes,
+/// which cannot have more elements than bytes: only longer ones are counted.
+pub fn elements_over(buf: &[u8], limit: usize) -> Option<usize> {
+    if buf.len() <= limit {
+        return None;
+    }
+    Some(element_count(buf)).filter(|&n| n > limit)
 }
 
 pub(crate) fn parse<'a>(buf: &'a [u8], opts: &ParseOptions) -> Message<'a> {

@@ -199,13 +199,12 @@ impl Engine {
         let inner = &self.inner;
         inner.counters.received.fetch_add(1, Ordering::Relaxed);
         // A message of more elements than [`MAX_ELEMENTS`] is not parsed: its header alone is.
-        let elements = if raw.len() > MAX_ELEMENTS {
-            hl7v2::element_count(&raw)
+        let too_many = hl7v2::elements_over(&raw, MAX_ELEMENTS);
+        let msg = Message::parse(if too_many.is_some() {
+            header_bytes(&raw)
         } else {
-            0
-        };
-        let too_many = elements > MAX_ELEMENTS;
-        let msg = Message::parse(if too_many { header_bytes(&raw) } else { &raw });
+            &raw
+        });
         let header = Header::read(&msg);
         let parse_errors = msg
             .diagnostics()
@@ -225,7 +224,7 @@ impl Engine {
                         .is_none_or(|v| v.text().trim().is_empty())
             })
             .collect();
-        let rejected = too_many || parse_errors > 0 || !has_header || !missing.is_empty();
+        let rejected = too_many.is_some() || parse_errors > 0 || !has_header || !missing.is_empty();
         let enhanced = msg.ack_mode() == AckMode::Enhanced;
         let mode = inner.config.validation.mode;
         // Validated only when it parsed: an unparseable message is rejected whatever its content.
@@ -249,7 +248,7 @@ impl Engine {
                 .collect()
         };
         let note = if rejected {
-            Some(if too_many {
+            Some(if let Some(elements) = too_many {
                 too_many_text(elements)
             } else if !has_header {
                 "no MSH segment".to_string()
@@ -323,7 +322,7 @@ impl Engine {
                     format!("MSH-{field} ({what}) is required"),
                 ));
             }
-            let ack = if too_many {
+            let ack = if let Some(elements) = too_many {
                 ack.error(AckError::new(
                     ErrorCode::ApplicationInternalError,
                     ErrorLocation::default(),

@@ -149,9 +149,9 @@ fn convert_all(
 }
 
 /// The bytes one answer of `POST /hl7/to-fhir` or `/hl7/validate` may hold. Each message of a batch is bounded
-/// on its own, but a 64 MiB body of small messages becomes Bundles about thirteen times its size (800 MB, and as
-/// much again while they were joined); past this the request is refused, 422 `too-costly`, naming the message
-/// where the answer passed it, so that the client splits the batch.
+/// on its own, but a 64 MiB body of small messages becomes Bundles about thirteen times its size (865 MB); past
+/// this the request is refused, 422 `too-costly`, naming the message where the answer would pass it, so that the
+/// client splits the batch.
 pub const MAX_BATCH_ANSWER: usize = 256 << 20;
 
 /// `Err` (422 `too-costly`) when an answer of `len` bytes, reached at message `index` (0-based), is past `limit`
@@ -297,32 +297,27 @@ fn version_param(query: &[(String, String)]) -> Result<Option<Version>, ApiError
     Ok(version)
 }
 
-/// `POST /hl7/parse`: the first message of the body, with names, and its validation under the lenient profile.
-/// The fields and segments one message of a body may have for the /hl7 routes to parse it. The parser's index takes
-/// about 8 bytes a field and 60 a segment: a 64 MiB body of separators would take about a gigabyte per request. No
-/// real message comes near (a 64 MiB message is an attachment: a few hundred fields).
-/// The engine's own bound on a received message ([`interface::MAX_ELEMENTS`]).
+/// The fields and segments one message of a body may have for the /hl7 routes to parse it: the engine's own bound
+/// on a received message ([`interface::MAX_ELEMENTS`], which says why). A 64 MiB body of separators would take
+/// about a gigabyte of parser index per request.
 pub const MAX_HL7_ELEMENTS: usize = interface::MAX_ELEMENTS;
 
 /// `Err` (422 `too-costly`) when the message in `chunk` has more fields and segments than [`MAX_HL7_ELEMENTS`],
 /// counted before it is parsed.
 fn within_elements(chunk: &hl7v2::Chunk<'_>) -> Result<(), ApiError> {
-    if chunk.bytes.len() <= MAX_HL7_ELEMENTS {
-        return Ok(());
-    }
-    let n = hl7v2::element_count(chunk.bytes);
-    if n > MAX_HL7_ELEMENTS {
-        return Err(ApiError::TooCostly(format!(
+    match hl7v2::elements_over(chunk.bytes, MAX_HL7_ELEMENTS) {
+        Some(n) => Err(ApiError::TooCostly(format!(
             "the message at byte {} has {n} fields and segments; the /hl7 routes parse at most {MAX_HL7_ELEMENTS}",
             chunk.offset
-        )));
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The fields a message may have for `POST /hl7/parse` to name each (see [`parse`]).
 pub const MAX_PARSE_FIELDS: usize = 200_000;
 
+/// `POST /hl7/parse`: the first message of the body, with names, and its validation under the lenient profile.
 async fn parse(
     Query(query): Query<Vec<(String, String)>>,
     body: Result<Bytes, BytesRejection>,
