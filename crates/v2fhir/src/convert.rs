@@ -1144,8 +1144,8 @@ impl<'m, 'a> Ctx<'m, 'a> {
         // The element last read: a map's rows for one element are neighbours (the OBX map's 25 alternatives for
         // OBX-5), and they read it once.
         let mut read: Option<(u16, u16)> = None;
-        // The element a guard last read, and its value: the guarded alternatives for one element are neighbours.
-        let mut guarded: Option<(&'static Ref, GuardValue)> = None;
+        // The element a guard last read, and its value (see [`Ctx::holds`]).
+        let mut guarded = None;
         for &i in &order {
             let row = &map.rows[i as usize];
             // The element first: most rows read one that is not valued, and the checks below have no effects,
@@ -1158,22 +1158,8 @@ impl<'m, 'a> Ctx<'m, 'a> {
             if values.is_empty() {
                 continue;
             }
-            let passes = row.guard.as_ref().and_then(|g| {
-                let value = match guarded {
-                    Some((r, v)) if *r == g.r => v,
-                    _ => {
-                        let v = GuardValue::read(&facts, &g.r);
-                        guarded = Some((&g.r, v));
-                        v
-                    }
-                };
-                value.passes(&g.any_of).map(|p| (p, g.decides))
-            });
-            match passes {
-                Some((false, _)) => continue,
-                Some((true, true)) => {}
-                _ if !self.holds(row, &facts) => continue,
-                _ => {}
+            if !self.holds(row, &facts, &mut guarded) {
+                continue;
             }
             // Rows conditioned by narrative alone: the first applicable alternative for an element and attribute
             // is taken (the guide lists its default first).
@@ -1337,8 +1323,30 @@ impl<'m, 'a> Ctx<'m, 'a> {
         primitive
     }
 
-    /// Whether a row's condition holds; a segment-only condition is evaluated once per segment.
-    fn holds(&mut self, row: &ElementRow, facts: &SrcFacts<'_, '_, '_>) -> bool {
+    /// Whether a row's condition holds. Its guard ([`ElementRow::guard`]) is tested first, on the value `guarded`
+    /// keeps for the element the last guard read (the guarded alternatives for one element are neighbours); a
+    /// segment-only condition is evaluated once per segment.
+    fn holds(
+        &mut self,
+        row: &'static ElementRow,
+        facts: &SrcFacts<'_, '_, '_>,
+        guarded: &mut Option<(&'static Ref, GuardValue)>,
+    ) -> bool {
+        if let Some(g) = &row.guard {
+            let value = match *guarded {
+                Some((r, v)) if *r == g.r => v,
+                _ => {
+                    let v = GuardValue::read(facts, &g.r);
+                    *guarded = Some((&g.r, v));
+                    v
+                }
+            };
+            match value.passes(&g.any_of) {
+                Some(false) => return false,
+                Some(true) if g.decides => return true,
+                _ => {}
+            }
+        }
         let Some(slot) = row.cond_slot else {
             // Most rows have no condition: answered without a call.
             return matches!(row.cond, Cond::Always) || row.cond.holds(facts);
