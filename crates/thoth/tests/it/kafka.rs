@@ -34,13 +34,21 @@ impl Broker {
     }
 
     fn start(dir: &Path) -> Broker {
-        // The broker's controller listens on port + 1.
-        let port = loop {
-            let p = free_port();
-            if std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
-                break p;
-            }
-        };
+        // The broker's controller listens on port + 1. Both are taken below Linux's ephemeral range (32768 and up),
+        // from which `free_port` and every outgoing connection draw theirs: the tests stop the broker and start it
+        // again on the same ports, and in between another test's server or client took one (the restart failed
+        // with "Address already in use").
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let base = 20_000 + (nanos % 6_000) as u16 * 2;
+        let port = (0..6_000u16)
+            .map(|i| 20_000 + (base - 20_000 + 2 * i) % 12_000)
+            .find(|&p| {
+                std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()
+                    && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok()
+            })
+            .expect("a free pair of ports below 32768");
         let broker = Broker {
             dir: dir.to_path_buf(),
             port,
