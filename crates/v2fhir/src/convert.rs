@@ -1593,6 +1593,18 @@ impl<'m, 'a> Ctx<'m, 'a> {
                         let v = inner_or_seg(whole, *first, *second)?;
                         text.push_str(&v);
                     }
+                    Part::Component(n) => {
+                        let v = match whole {
+                            Src::Val(..) => inner_or_seg(whole, *n, 0),
+                            // The row's field (a row for the whole segment has none: `MSG.1` in EVN's row
+                            // names nothing there).
+                            Src::Seg(_) if row.first > 0 && row.second == 0 => {
+                                inner_or_seg(whole, row.first, *n)
+                            }
+                            Src::Seg(_) => None,
+                        }?;
+                        text.push_str(&v);
+                    }
                 }
             }
             return value::convert(self.bump, self.bump.alloc_str(&text), leaf).0;

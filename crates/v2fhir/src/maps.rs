@@ -195,8 +195,12 @@ pub(crate) const VALUE_STEP: [Step; 1] = [Step::new("value", 0)];
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Part {
     Lit(&'static str),
-    /// A component (data type maps) or field (segment maps) of the value the map applies to.
+    /// A field of the segment, or a component of it (`OBX-5.1`, written with the segment's id and a hyphen).
     Ref(u16, u16),
+    /// Component `n` of the value of the data type the reference names (`HD.2`, `MSG.1`): in a data type map, the
+    /// value the map applies to; in a segment map, the row's own field (`MSG.1` in the row for MSH-9, whose data
+    /// type is MSG), which is not field 1 of the segment.
+    Component(u16),
 }
 
 /// `"urn:oid:"+HD.2`, `"+"+XTN.5+" "+XTN.6`, `"message"`. `None` for narrative placeholders
@@ -211,8 +215,17 @@ fn parse_assignment(s: &'static str) -> Option<Vec<Part>> {
             rest = r[end + 1..].trim_start();
         } else {
             let end = rest.find('+').unwrap_or(rest.len());
-            let (first, second) = parse_element(rest[..end].trim())?;
-            parts.push(Part::Ref(first, second));
+            let named = rest[..end].trim();
+            let (first, second) = parse_element(named)?;
+            // `XX.n` names a data type's component, `XXX-n` a segment's field.
+            let of_type = named
+                .find(['-', '.'])
+                .is_some_and(|i| named[i..].starts_with('.'));
+            parts.push(if of_type && second == 0 {
+                Part::Component(first)
+            } else {
+                Part::Ref(first, second)
+            });
             rest = &rest[end..];
         }
         rest = rest.strip_prefix('+').unwrap_or(rest).trim_start();

@@ -56,6 +56,15 @@ fn oru_r01_by_the_guide() {
         "http://terminology.hl7.org/CodeSystem/v2-0003"
     );
 
+    // MSH[Provenance-Source]: MSH-9 → activity.coding.display = "message - "+MSG.1+"^"+MSG.2+"^"+MSG.3, the
+    // components of MSH-9 (whose data type is MSG), not fields 1-3 of the MSH.
+    let provenance = resources(&b, "Provenance");
+    assert_eq!(provenance.len(), 1);
+    assert_eq!(
+        provenance[0]["activity"]["coding"][0]["display"],
+        "message - ORU^R01^ORU_R01"
+    );
+
     let patients = resources(&b, "Patient");
     assert_eq!(patients.len(), 1);
     let p = patients[0];
