@@ -46,6 +46,7 @@ pub fn run(check: bool) -> Result<()> {
         .to_string();
     let mut pin = Vec::new();
     let mut files = Vec::new();
+    let mut applied = vec![0usize; ERRATA.len()];
     for (sub, kind) in [
         ("messages", Kind::Message),
         ("segments", Kind::Segment),
@@ -76,7 +77,8 @@ pub fn run(check: bool) -> Result<()> {
             pin.extend_from_slice(&bytes);
             pin.push(0);
             let map = map_name(&file, kind);
-            convert(&bytes, &map, kind, &mut out).with_context(|| format!("{sub}/{file}"))?;
+            convert(&bytes, &map, kind, &mut out, &mut applied)
+                .with_context(|| format!("{sub}/{file}"))?;
         }
         files.push((format!("{}.tsv", kind.out_name()), out));
     }
@@ -85,10 +87,89 @@ pub fn run(check: bool) -> Result<()> {
         SOURCE_SHA256 == "UNPINNED" || digest == SOURCE_SHA256,
         "the v2-to-FHIR mapping CSVs changed (sha256 {digest}, pinned {SOURCE_SHA256}): review the guide's changes, then update SOURCE_SHA256 in xtask/src/codegen_v2fhir.rs"
     );
+    // An erratum that matches fewer rows than it names maps was fixed by the guide (or its row changed): it is
+    // retired by hand, after reading the guide's change, never silently.
+    for (e, n) in ERRATA.iter().zip(&applied) {
+        ensure!(
+            *n >= e.maps.len(),
+            "the erratum for {} {} ({}) no longer matches every map it names: the guide changed there; review it and update ERRATA in xtask/src/codegen_v2fhir.rs",
+            e.maps.join(", "),
+            e.key,
+            e.published
+        );
+    }
     files.push(("required-codes.tsv".to_string(), required_codes(&root)?));
     files.push(("NOTICE".to_string(), notice(&commit, &digest)));
     let out = root.join("crates/v2fhir/src/generated");
     crate::generated::write_or_check(&out, &files, check, "v2fhir")
+}
+
+/// A correction of an evident typo in the guide's tables, made as they are generated (the raw CSVs stay as
+/// published). Each names the row (map and element, or message and group path), the column of the output row,
+/// the text as published and as corrected, and why the correction is certain; the generated NOTICE lists them.
+struct Erratum {
+    kind: Kind,
+    /// The maps (or messages) whose row has the typo.
+    maps: &'static [&'static str],
+    /// The row's second column: the element (`PID-19`) or the group path (`ORDER.OBSERVATION.OBX`).
+    key: &'static str,
+    /// The column of the output row (see [`Kind::header`]).
+    column: usize,
+    published: &'static str,
+    corrected: &'static str,
+    why: &'static str,
+}
+
+/// The output row's columns that errata correct.
+const ASSIGNMENT: usize = 8;
+const MESSAGE_CONDITION: usize = 3;
+
+const ERRATA: &[Erratum] = &[
+    Erratum {
+        kind: Kind::Segment,
+        maps: &["PID[Patient]"],
+        key: "PID-19",
+        column: ASSIGNMENT,
+        published: "\"http://hl7.org/fhir/sid/us-ssn.\"",
+        corrected: "\"http://hl7.org/fhir/sid/us-ssn\"",
+        why: "the US Social Security Number's identifier system has no trailing dot (NK1[RelatedPerson]'s row \
+              for NK1-37 writes it without)",
+    },
+    Erratum {
+        kind: Kind::Segment,
+        maps: &["ORC[ServiceRequest]", "ORC[MedicationAdministration]"],
+        key: "ORC-1",
+        column: ASSIGNMENT,
+        published: "\"http://terminology.hl7.org/ValueSet/v2-0119\"",
+        corrected: "\"http://terminology.hl7.org/CodeSystem/v2-0119\"",
+        why: "a Coding's system is a code system: v2 table 0119's is \
+              http://terminology.hl7.org/CodeSystem/v2-0119, and the ValueSet URL identifies no code",
+    },
+    Erratum {
+        kind: Kind::Message,
+        maps: &["VXU_V04"],
+        key: "ORDER.OBSERVATION.OBX",
+        column: MESSAGE_CONDITION,
+        published: "IF OBX-5 LST.count LESS THAN OR EQUALS 1 AND OBX-2 IS \"NA\"",
+        corrected: "IF OBX-5 LST.count LESS THAN OR EQUALS 1 OR OBX-2 IS \"NA\"",
+        why: "the row is the complement of the next one (`LST.count GREATER THAN 1 AND OBX-2 IS NOT \"NA\"`), as \
+              in every other message map's OBX rows; read literally, an order's single-valued OBX maps to nothing",
+    },
+];
+
+/// Applies the errata that match `line` (a row of `kind`), counting each use in `applied`.
+fn correct(kind: Kind, line: &mut [String], applied: &mut [usize]) {
+    for (e, n) in ERRATA.iter().zip(applied.iter_mut()) {
+        if e.kind == kind
+            && line.first().is_some_and(|m| e.maps.contains(&m.as_str()))
+            && line.get(1).is_some_and(|k| k == e.key)
+            && let Some(cell) = line.get_mut(e.column)
+            && cell == e.published
+        {
+            *cell = e.corrected.to_string();
+            *n += 1;
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -156,7 +237,13 @@ fn cell(row: &csv::StringRecord, i: usize) -> String {
     out
 }
 
-fn convert(bytes: &[u8], map: &str, kind: Kind, out: &mut String) -> Result<()> {
+fn convert(
+    bytes: &[u8],
+    map: &str,
+    kind: Kind,
+    out: &mut String,
+    applied: &mut [usize],
+) -> Result<()> {
     let text = String::from_utf8_lossy(bytes);
     let text = text.trim_start_matches('\u{feff}');
     let mut reader = csv::ReaderBuilder::new()
@@ -172,7 +259,8 @@ fn convert(bytes: &[u8], map: &str, kind: Kind, out: &mut String) -> Result<()> 
             Kind::Segment | Kind::DataType => element_row(map, row, &header),
             Kind::Vocabulary => vocabulary_row(map, row, &header),
         };
-        if let Some(line) = line {
+        if let Some(mut line) = line {
+            correct(kind, &mut line, applied);
             out.push_str(&line.join("\t"));
             out.push('\n');
         }
@@ -392,6 +480,26 @@ fn notice(commit: &str, digest: &str) -> String {
          is Apache-2.0. Only the rules are kept (elements, conditions, targets, maps, assigned values); the guide's\n\
          narrative and comments are not copied.\n\n\
          `required-codes.tsv` lists codes of FHIR R4's required value sets, from the R4 definitions package\n\
-         (hl7.fhir.r4.examples 4.0.1; FHIR is published by HL7 under CC0-1.0).\n"
+         (hl7.fhir.r4.examples 4.0.1; FHIR is published by HL7 under CC0-1.0).\n{}",
+        errata_notice()
     )
+}
+
+/// The errata, as the NOTICE lists them.
+fn errata_notice() -> String {
+    let mut out = String::from(
+        "\nCorrected as generated (evident typos of the published tables; `ERRATA` in the generator):\n",
+    );
+    for e in ERRATA {
+        let _ = writeln!(
+            out,
+            "- {} {}: {} -> {}\n  ({})",
+            e.maps.join(", "),
+            e.key,
+            e.published,
+            e.corrected,
+            e.why
+        );
+    }
+    out
 }

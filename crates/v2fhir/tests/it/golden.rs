@@ -280,3 +280,68 @@ fn codes_are_checked_kept_as_sent_and_reported() {
     let plain = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
     assert!(!plain.notes.iter().any(|n| n.message.contains("9999-9")));
 }
+
+/// The guide's typos that the generator corrects (`ERRATA` in xtask/src/codegen_v2fhir.rs), each read against its
+/// row: PID-19's SSN system, ORC-1's business event system, and VXU_V04's condition for an order's OBX.
+#[test]
+fn the_guides_corrected_rows_map_as_intended() {
+    let vxu = "MSH|^~\\&|EHR|CLINIC|IIS|STATE|20210818112600-0400||VXU^V04^VXU_V04|V7|P|2.5.1
+PID|1||P77^^^CLINIC^MR||ROE^ANN||20150101|F|||||||||||123-45-6789
+ORC|RE|4422^CLINIC|13696^CLINIC
+RXA|0|1|20210818||49281021588^TENIVAC^NDC|0.5|mL^mL^UCUM||00^New Record^NIP001
+OBX|1|CE|30963-3^Vaccine Funding Source^LN|1|PHC70^Private^CDCPHINVS||||||F
+OBX|2|DT|29769-7^Date Vis Presented^LN|2|20210818||||||F
+";
+    let b = convert(vxu);
+    // PID-19 → identifier.system "http://hl7.org/fhir/sid/us-ssn" (published with a trailing dot).
+    let patients = resources(&b, "Patient");
+    assert_eq!(patients.len(), 1);
+    let ssn: Vec<_> = patients[0]["identifier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["value"] == "123-45-6789")
+        .collect();
+    assert_eq!(ssn.len(), 1, "{:#}", patients[0]);
+    assert_eq!(ssn[0]["system"], "http://hl7.org/fhir/sid/us-ssn");
+
+    // ORDER.OBSERVATION.OBX: `OBX-5 LST.count LESS THAN OR EQUALS 1 OR OBX-2 IS "NA"` (published with AND, which
+    // no single-valued CE or DT result meets) → one Observation per OBX, part of the order's Immunization.
+    let immunizations = resources(&b, "Immunization");
+    assert_eq!(immunizations.len(), 1);
+    let immunization_url = url_of(&b, immunizations[0]);
+    let obs = resources(&b, "Observation");
+    assert_eq!(obs.len(), 2, "{obs:#?}");
+    for o in &obs {
+        assert_eq!(o["partOf"][0]["reference"], immunization_url.as_str());
+        assert_eq!(o["subject"]["reference"], url_of(&b, patients[0]).as_str());
+    }
+    assert_eq!(obs[0]["code"]["coding"][0]["code"], "30963-3");
+    assert_eq!(obs[0]["valueCodeableConcept"]["coding"][0]["code"], "PHC70");
+    assert_eq!(obs[1]["valueDateTime"], "2021-08-18");
+
+    // ORC-1 → ServiceRequest's businessEvent extension, a Coding of v2 table 0119's code system (published as its
+    // ValueSet URL).
+    let b = convert(ORU_WITH_ORC);
+    let requests = resources(&b, "ServiceRequest");
+    assert_eq!(requests.len(), 1);
+    let event = &requests[0]["extension"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["url"] == "http://hl7.org/fhir/StructureDefinition/businessEvent")
+        .expect("businessEvent")["extension"][0]["valueCodeableConcept"]["coding"][0];
+    assert_eq!(event["code"], "RE");
+    assert_eq!(
+        event["system"],
+        "http://terminology.hl7.org/CodeSystem/v2-0119"
+    );
+}
+
+const ORU_WITH_ORC: &str =
+    "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240315143000+0100||ORU^R01^ORU_R01|M43|P|2.5.1
+PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F
+ORC|RE|PL1|FL1
+OBR|1|PL1|FL1|24331-1^Lipid panel^LN|||20240315120000+0100
+OBX|1|NM|2093-3^Cholesterol^LN||182|mg/dL^mg/dL^UCUM|<200||||F
+";
