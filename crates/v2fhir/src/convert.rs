@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::OnceLock;
 
 /// Data type maps nest (CX → HD → ...); the guide's deepest chain is four; this bounds hostile cycles.
 const MAX_DEPTH: usize = 6;
@@ -34,6 +35,9 @@ struct Built<'b> {
     node: Node<'b>,
     /// The creating segment (its group instances are the resource's scope).
     creator: usize,
+    /// For a type whose patient FHIR requires ([`crate::maps::required_patient`]), the id of the newest Patient
+    /// when it was made: the patient of its part of the message.
+    patient: Option<&'b str>,
 }
 
 struct Ctx<'m, 'a> {
@@ -1030,12 +1034,16 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let mut node = Node::obj(self.bump);
         node.member("resourceType", || Node::Str(ty.name()));
         node.member("id", || Node::Str(id));
+        let patient = crate::maps::required_patient(ty.name())
+            .and_then(|_| self.newest_of_type(patient_type(), 0, |_| true))
+            .map(|i| self.resources[i].id);
         self.resources.push(Built {
             key: *key,
             ty,
             id,
             node,
             creator: index,
+            patient,
         });
         let at = self.resources.len() - 1;
         match self.by_key.iter_mut().find(|(k, _)| k == key) {
@@ -1807,6 +1815,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let is_header = |b: &Built| b.key.ty.name() == "MessageHeader";
         let bare = |b: &Built| matches!(&b.node, Node::Obj(f) if f.len() <= 2) && !is_header(b);
         // No bare resource was linked to and no reference came from the message: none is referred to.
+        self.required_patients(&mut resources, bare);
         let unreferenced = |resources: &[Built<'_>]| {
             !self.reference_from_message
                 && resources
@@ -1851,6 +1860,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                 id,
                 node,
                 creator: 0,
+                patient: None,
             });
         }
         self.notes.list = first_of_equal_notes(std::mem::take(&mut self.notes.list));
@@ -1904,6 +1914,61 @@ impl<'m, 'a> Ctx<'m, 'a> {
         }
     }
 
+    /// FHIR requires a ServiceRequest's, an Immunization's, a Coverage's... patient (`required-patient.tsv`), and
+    /// the guide's maps often name none (the ORU's and ORM's ServiceRequest, the VXU's Immunization). Such a
+    /// resource refers to the patient of its part of the message (the newest Patient when it was made), or to the
+    /// message's only Patient; the report says so. Without one it stays as it is, with a warning: no patient is
+    /// guessed among several. Resources with nothing but their id are left alone (dropped unless referred to).
+    fn required_patients(&mut self, resources: &mut [Built<'m>], bare: impl Fn(&Built) -> bool) {
+        let only = {
+            let mut patients = resources.iter().filter(|b| b.ty == patient_type());
+            match (patients.next(), patients.next()) {
+                (Some(p), None) => Some(p.id),
+                _ => None,
+            }
+        };
+        // Resources built from a value (an NK1's or a PRT's RelatedPerson) are one per distinct value across the
+        // message: only the message's only Patient is theirs.
+        let mut values = std::mem::take(&mut self.value_resources);
+        let targets = resources
+            .iter_mut()
+            .filter(|b| !bare(b))
+            .map(|b| (b.ty, b.patient, &mut b.node))
+            .chain(values.iter_mut().map(|(_, ty, node)| (*ty, None, node)));
+        for (ty, patient, node) in targets {
+            let Some(element) = crate::maps::required_patient(ty.name()) else {
+                continue;
+            };
+            let name = ty.name();
+            let Node::Obj(fields) = node else { continue };
+            if fields.iter().any(|(k, _)| *k == element) {
+                continue;
+            }
+            let Some(patient) = patient.or(only) else {
+                self.notes.add(
+                    Severity::Warning,
+                    name,
+                    format_args!(
+                        "{name}.{element}: FHIR requires the patient, and the message gives none that is this {name}'s; the {name} is not valid FHIR"
+                    ),
+                );
+                continue;
+            };
+            let mut r = Node::obj(self.bump);
+            r.member("reference", || Node::Str(self.full_url(patient)));
+            fields.push((element, r));
+            self.linked.push(patient);
+            self.notes.add(
+                Severity::Information,
+                name,
+                format_args!(
+                    "{name}.{element}: the guide's map names no patient, which FHIR requires; the message's Patient is referred to"
+                ),
+            );
+        }
+        self.value_resources = values;
+    }
+
     /// Warnings and errors as an OperationOutcome for the Bundle (information stays in the report).
     fn outcome(&self) -> Option<Node<'m>> {
         let mut issues = BVec::new_in(self.bump);
@@ -1938,6 +2003,12 @@ impl<'m, 'a> Ctx<'m, 'a> {
         Some(o)
     }
 }
+/// The Patient resource type (looked up once).
+fn patient_type() -> TypeShape {
+    static PATIENT: OnceLock<TypeShape> = OnceLock::new();
+    *PATIENT.get_or_init(|| TypeShape::resource("Patient").expect("Patient is an R4 resource"))
+}
+
 /// Every `reference` string under a node.
 /// The first of equal notes (same path and message), in their order. A handful are compared with each other; many
 /// (a message of 40,000 segments the guide does not map, each noted) are sorted, as comparing each with all

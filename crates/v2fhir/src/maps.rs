@@ -12,6 +12,7 @@ const SEGMENTS: &str = include_str!("generated/segments.tsv");
 const DATATYPES: &str = include_str!("generated/datatypes.tsv");
 const VOCABULARY: &str = include_str!("generated/vocabulary.tsv");
 const REQUIRED_CODES: &str = include_str!("generated/required-codes.tsv");
+const REQUIRED_PATIENT: &str = include_str!("generated/required-patient.tsv");
 
 /// One step of a FHIR attribute path: `identifier[2]` → name `identifier`, instance 2.
 #[derive(Clone, Debug)]
@@ -387,6 +388,18 @@ pub(crate) fn required_codes(ty: &str, element: &str) -> Option<&'static [&'stat
     key.push('.');
     key.push_str(element);
     codes.get(key.as_str()).map(|v| &v[..])
+}
+
+/// The element of a resource type that names whose record it is, when FHIR requires it (`subject` of
+/// ServiceRequest, `patient` of Immunization): see `generated/required-patient.tsv`.
+pub(crate) fn required_patient(ty: &str) -> Option<&'static str> {
+    static ELEMENTS: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+    let elements = ELEMENTS.get_or_init(|| {
+        rows(REQUIRED_PATIENT)
+            .filter_map(|r| Some((*r.first()?, *r.get(1)?)))
+            .collect()
+    });
+    elements.get(ty).copied()
 }
 
 fn rows(text: &'static str) -> impl Iterator<Item = Vec<&'static str>> {

@@ -312,6 +312,11 @@ OBX|2|DT|29769-7^Date Vis Presented^LN|2|20210818||||||F
     let immunization_url = url_of(&b, immunizations[0]);
     let obs = resources(&b, "Observation");
     assert_eq!(obs.len(), 2, "{obs:#?}");
+    // ORDER.ORC's reference `Immunization.patient.reference=Patient[1].id` (published as `Immunzation`).
+    assert_eq!(
+        immunizations[0]["patient"]["reference"],
+        url_of(&b, patients[0]).as_str()
+    );
     for o in &obs {
         assert_eq!(o["partOf"][0]["reference"], immunization_url.as_str());
         assert_eq!(o["subject"]["reference"], url_of(&b, patients[0]).as_str());
@@ -345,3 +350,78 @@ ORC|RE|PL1|FL1
 OBR|1|PL1|FL1|24331-1^Lipid panel^LN|||20240315120000+0100
 OBX|1|NM|2093-3^Cholesterol^LN||182|mg/dL^mg/dL^UCUM|<200||||F
 ";
+
+/// FHIR requires a ServiceRequest's subject and an Immunization's patient (`required-patient.tsv`, from the R4
+/// definitions); the ORU_R01 map names none for the ServiceRequest. Each refers to the Patient of its own
+/// PATIENT_RESULT group, and the report says so.
+#[test]
+fn a_required_patient_the_guide_leaves_out_is_the_patient_of_its_group() {
+    let two = "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240315143000+0100||ORU^R01^ORU_R01|M44|P|2.5.1
+PID|1||A1^^^HOSP^MR||ALPHA^ANN||19800315|F
+ORC|RE|PA|FA
+OBR|1|PA|FA|24331-1^Lipid panel^LN
+OBX|1|NM|2093-3^Cholesterol^LN||182|mg/dL^mg/dL^UCUM|||||F
+PID|2||B2^^^HOSP^MR||BETA^BEN||19700101|M
+ORC|RE|PB|FB
+OBR|1|PB|FB|57021-8^CBC^LN
+OBX|1|NM|718-7^Hemoglobin^LN||13.2|g/dL^g/dL^UCUM|||||F
+";
+    let bytes = two.replace('\n', "\r");
+    let msg = hl7v2::Message::parse(bytes.as_bytes());
+    let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
+    let b: Value = serde_json::from_slice(&out.json).unwrap();
+    let patients = resources(&b, "Patient");
+    assert_eq!(patients.len(), 2);
+    let url_of_family = |family: &str| {
+        let p = patients
+            .iter()
+            .find(|p| p["name"][0]["family"] == family)
+            .unwrap();
+        url_of(&b, p)
+    };
+    let requests = resources(&b, "ServiceRequest");
+    assert_eq!(requests.len(), 2);
+    let by_placer = |placer: &str| {
+        requests
+            .iter()
+            .find(|r| r["identifier"][0]["value"] == placer)
+            .unwrap_or_else(|| panic!("no ServiceRequest {placer}: {requests:#?}"))
+    };
+    assert_eq!(
+        by_placer("PA")["subject"]["reference"],
+        url_of_family("ALPHA").as_str()
+    );
+    assert_eq!(
+        by_placer("PB")["subject"]["reference"],
+        url_of_family("BETA").as_str()
+    );
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.path == "ServiceRequest" && n.message.contains("FHIR requires")),
+        "{:?}",
+        out.notes
+    );
+
+    // Without a patient in the message there is none to refer to: a warning, and no reference made up.
+    let no_patient = "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240315143000+0100||ORM^O01^ORM_O01|M45|P|2.5.1
+ORC|NW|PC|FC
+OBR|1|PC|FC|24331-1^Lipid panel^LN
+";
+    let b = convert(no_patient);
+    let requests = resources(&b, "ServiceRequest");
+    assert_eq!(requests.len(), 1);
+    assert!(requests[0].get("subject").is_none());
+    let outcome = resources(&b, "OperationOutcome");
+    assert!(
+        outcome[0]["issue"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["diagnostics"]
+                .as_str()
+                .unwrap()
+                .starts_with("ServiceRequest.subject: FHIR requires the patient")),
+        "{outcome:#?}"
+    );
+}
