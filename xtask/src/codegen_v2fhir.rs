@@ -17,9 +17,9 @@
 //!   .status`, `HumanName.use`), the codes its value set allows, read from the R4 definitions package that
 //!   `codegen_fhir` reads (StructureDefinitions, ValueSets, CodeSystems). The converter keeps a v2 code that is
 //!   not one of them as the element's original text instead of writing an invalid code.
-//! - `required-patient.tsv`: the R4 resources whose record-of-whom element (`ServiceRequest.subject`,
-//!   `Immunization.patient`) is required, from the same package: where the guide's maps name no patient, the
-//!   converter refers to the message's.
+//! - `required-elements.tsv`: required elements of R4 resources that the converter fills when the guide's maps
+//!   leave them out, from the same package: the element naming whose record a resource is
+//!   (`ServiceRequest.subject`, `Immunization.patient`), and a `status` whose value set has `unknown`.
 //!
 //! Narrative text and comments are left out: they guide people, not the converter. Only the fact that a row is
 //! conditioned by narrative alone is kept, because the converter decides those rows by a rule
@@ -98,35 +98,38 @@ pub fn run(check: bool) -> Result<()> {
             "the erratum for {} {} ({}) no longer matches every map it names: the guide changed there; review it and update ERRATA in xtask/src/codegen_v2fhir.rs",
             e.maps.join(", "),
             e.key,
-            e.published
+            e.cells.first().map_or("", |c| c.1)
         );
     }
-    let (codes, patients) = required_elements(&root)?;
+    let (codes, required) = required_elements(&root)?;
     files.push(("required-codes.tsv".to_string(), codes));
-    files.push(("required-patient.tsv".to_string(), patients));
+    files.push(("required-elements.tsv".to_string(), required));
     files.push(("NOTICE".to_string(), notice(&commit, &digest)));
     let out = root.join("crates/v2fhir/src/generated");
     crate::generated::write_or_check(&out, &files, check, "v2fhir")
 }
 
 /// A correction of an evident typo in the guide's tables, made as they are generated (the raw CSVs stay as
-/// published). Each names the row (map and element, or message and group path), the column of the output row,
-/// the text as published and as corrected, and why the correction is certain; the generated NOTICE lists them.
+/// published). Each names the row (map and element, or message and group path), the cells of the output row as
+/// published and as corrected, and why the correction is certain; the generated NOTICE lists them.
 struct Erratum {
     kind: Kind,
     /// The maps (or messages) whose row has the typo.
     maps: &'static [&'static str],
     /// The row's second column: the element (`PID-19`) or the group path (`ORDER.OBSERVATION.OBX`).
     key: &'static str,
-    /// The column of the output row (see [`Kind::header`]).
-    column: usize,
-    published: &'static str,
-    corrected: &'static str,
+    /// The cells corrected: the column of the output row (see [`Kind::header`]), the text as published and as
+    /// corrected. The row is corrected only when every cell reads as published.
+    cells: &'static [(usize, &'static str, &'static str)],
     why: &'static str,
 }
 
 /// The output row's columns that errata correct.
 const ELEMENT_CONDITION: usize = 2;
+const ATTRIBUTE: usize = 4;
+const VOCABULARY_FHIR_CODE: usize = 4;
+const VOCABULARY_DISPLAY: usize = 5;
+const VOCABULARY_FHIR_SYSTEM: usize = 6;
 const ASSIGNMENT: usize = 8;
 const MESSAGE_CONDITION: usize = 3;
 const MESSAGE_REFERENCES: usize = 7;
@@ -136,9 +139,11 @@ const ERRATA: &[Erratum] = &[
         kind: Kind::Segment,
         maps: &["PID[Patient]"],
         key: "PID-19",
-        column: ASSIGNMENT,
-        published: "\"http://hl7.org/fhir/sid/us-ssn.\"",
-        corrected: "\"http://hl7.org/fhir/sid/us-ssn\"",
+        cells: &[(
+            ASSIGNMENT,
+            "\"http://hl7.org/fhir/sid/us-ssn.\"",
+            "\"http://hl7.org/fhir/sid/us-ssn\"",
+        )],
         why: "the US Social Security Number's identifier system has no trailing dot (NK1[RelatedPerson]'s row \
               for NK1-37 writes it without)",
     },
@@ -146,9 +151,11 @@ const ERRATA: &[Erratum] = &[
         kind: Kind::Segment,
         maps: &["ORC[ServiceRequest]", "ORC[MedicationAdministration]"],
         key: "ORC-1",
-        column: ASSIGNMENT,
-        published: "\"http://terminology.hl7.org/ValueSet/v2-0119\"",
-        corrected: "\"http://terminology.hl7.org/CodeSystem/v2-0119\"",
+        cells: &[(
+            ASSIGNMENT,
+            "\"http://terminology.hl7.org/ValueSet/v2-0119\"",
+            "\"http://terminology.hl7.org/CodeSystem/v2-0119\"",
+        )],
         why: "a Coding's system is a code system: v2 table 0119's is \
               http://terminology.hl7.org/CodeSystem/v2-0119, and the ValueSet URL identifies no code",
     },
@@ -156,9 +163,11 @@ const ERRATA: &[Erratum] = &[
         kind: Kind::Message,
         maps: &["VXU_V04"],
         key: "ORDER.OBSERVATION.OBX",
-        column: MESSAGE_CONDITION,
-        published: "IF OBX-5 LST.count LESS THAN OR EQUALS 1 AND OBX-2 IS \"NA\"",
-        corrected: "IF OBX-5 LST.count LESS THAN OR EQUALS 1 OR OBX-2 IS \"NA\"",
+        cells: &[(
+            MESSAGE_CONDITION,
+            "IF OBX-5 LST.count LESS THAN OR EQUALS 1 AND OBX-2 IS \"NA\"",
+            "IF OBX-5 LST.count LESS THAN OR EQUALS 1 OR OBX-2 IS \"NA\"",
+        )],
         why: "the row is the complement of the next one (`LST.count GREATER THAN 1 AND OBX-2 IS NOT \"NA\"`), as \
               in every other message map's OBX rows; read literally, an order's single-valued OBX maps to nothing",
     },
@@ -166,18 +175,18 @@ const ERRATA: &[Erratum] = &[
         kind: Kind::Message,
         maps: &["VXU_V04"],
         key: "ORDER.ORC",
-        column: MESSAGE_REFERENCES,
-        published: "Immunzation.patient.reference=Patient[1].id",
-        corrected: "Immunization.patient.reference=Patient[1].id",
+        cells: &[(
+            MESSAGE_REFERENCES,
+            "Immunzation.patient.reference=Patient[1].id",
+            "Immunization.patient.reference=Patient[1].id",
+        )],
         why: "the resource type is misspelt: the reference from the order's Immunization to its patient was lost",
     },
     Erratum {
         kind: Kind::Segment,
         maps: &["ORC[ServiceRequest]"],
         key: "ORC-2",
-        column: ELEMENT_CONDITION,
-        published: "IF OBR-2 NOT VALUED",
-        corrected: "",
+        cells: &[(ELEMENT_CONDITION, "IF OBR-2 NOT VALUED", "")],
         why: "OBR[ServiceRequest] maps OBR-2 only IF ORC-2 NOT VALUED: with both valued (v2 requires them equal), \
               neither row applied and the order lost its placer number; the ORC's is taken, the OBR's when the ORC \
               has none",
@@ -186,10 +195,43 @@ const ERRATA: &[Erratum] = &[
         kind: Kind::Segment,
         maps: &["ORC[ServiceRequest]"],
         key: "ORC-3",
-        column: ELEMENT_CONDITION,
-        published: "IF OBR-3 NOT VALUED",
-        corrected: "",
+        cells: &[(ELEMENT_CONDITION, "IF OBR-3 NOT VALUED", "")],
         why: "as for ORC-2, with OBR-3 IF ORC-3 NOT VALUED: the filler number was lost when both were valued",
+    },
+    Erratum {
+        kind: Kind::DataType,
+        maps: &["XTN[ContactPoint]"],
+        key: "XTN.3",
+        cells: &[
+            (
+                ELEMENT_CONDITION,
+                "IF XTN.3 NOT VALUED AND XTN.4  NOT VALUED",
+                "IF XTN.3 NOT VALUED AND XTN.4 NOT VALUED",
+            ),
+            (ATTRIBUTE, "system.extension-data-absent-reason", "system"),
+            (ASSIGNMENT, "\"unknown\"", "\"phone\""),
+        ],
+        why: "without an equipment type (XTN.3) or an address (XTN.4), the value comes from XTN.1 (Telephone \
+              Number), XTN.7 (Local Number) or XTN.12 (Unformatted Telephone Number): a telephone number by v2's \
+              definition. The published row names no element (a data-absent-reason extension in the place of the \
+              system), and a ContactPoint with a value and no system is not valid FHIR (cpt-2)",
+    },
+    Erratum {
+        kind: Kind::Vocabulary,
+        maps: &["TelecommunicationEquipmentType"],
+        key: "CP",
+        cells: &[
+            (VOCABULARY_FHIR_CODE, "mobile", "phone"),
+            (VOCABULARY_DISPLAY, "Mobile", "Phone"),
+            (
+                VOCABULARY_FHIR_SYSTEM,
+                "http://hl7.org/fhir/contact-point-use",
+                "http://hl7.org/fhir/contact-point-system",
+            ),
+        ],
+        why: "the map gives ContactPoint.system, and `mobile` is a code of ContactPoint.use (the row says so in \
+              its system column): written as the system it made every cellular number's ContactPoint invalid. A \
+              cellular phone is a phone",
     },
 ];
 
@@ -199,10 +241,13 @@ fn correct(kind: Kind, line: &mut [String], applied: &mut [usize]) {
         if e.kind == kind
             && line.first().is_some_and(|m| e.maps.contains(&m.as_str()))
             && line.get(1).is_some_and(|k| k == e.key)
-            && let Some(cell) = line.get_mut(e.column)
-            && cell == e.published
+            && e.cells
+                .iter()
+                .all(|&(column, published, _)| line.get(column).is_some_and(|c| c == published))
         {
-            *cell = e.corrected.to_string();
+            for &(column, _, corrected) in e.cells {
+                line[column] = corrected.to_string();
+            }
             *n += 1;
         }
     }
@@ -505,16 +550,24 @@ fn required_elements(root: &Path) -> Result<(String, String)> {
         crate::codegen_fhir::PACKAGE_SHA256
     );
     let mut out = format!("{generated}\n# element\tallowed codes (space-separated)\n");
-    for (path, codes) in rows {
+    for (path, codes) in &rows {
         let _ = writeln!(out, "{path}\t{}", codes.join(" "));
     }
-    Ok((out, required_patient(&sds, &generated)))
+    Ok((out, required_filled(&sds, &rows, &generated)))
 }
 
-/// For each R4 resource, its element that says whose record it is, when FHIR requires it (`min` 1) and it may
-/// refer to a Patient: an element named `subject`, `patient` or `beneficiary` (other required references that
-/// may name a Patient, `Coverage.payor` or `Composition.author`, say something else about one).
-fn required_patient(sds: &[serde_json::Value], generated: &str) -> String {
+/// The required elements of R4 resources that the converter fills when the guide's maps leave them out, one per
+/// line with what fills them:
+/// - `patient`: the element that says whose record a resource is, when FHIR requires it (`min` 1) and it may
+///   refer to a Patient: one named `subject`, `patient` or `beneficiary` (other required references that may name
+///   a Patient, `Coverage.payor` or `Composition.author`, say something else about one);
+/// - `unknown`: a required `status` whose required value set has the code `unknown` (`codes`: the allowed codes
+///   by element path).
+fn required_filled(
+    sds: &[serde_json::Value],
+    codes: &std::collections::BTreeMap<String, Vec<String>>,
+    generated: &str,
+) -> String {
     let mut rows = std::collections::BTreeSet::new();
     for sd in sds {
         if sd["derivation"] != "specialization" || sd["kind"] != "resource" {
@@ -535,15 +588,21 @@ fn required_patient(sds: &[serde_json::Value], generated: &str) -> String {
                             p.as_str() == Some("http://hl7.org/fhir/StructureDefinition/Patient")
                         })
             });
-            if ["subject", "patient", "beneficiary"].contains(&name)
-                && e["min"].as_u64().unwrap_or(0) >= 1
-                && to_patient
-            {
-                rows.insert(format!("{ty}\t{name}"));
+            let required = e["min"].as_u64().unwrap_or(0) >= 1;
+            if ["subject", "patient", "beneficiary"].contains(&name) && required && to_patient {
+                rows.insert(format!("{ty}\t{name}\tpatient"));
+            }
+            let unknown = codes
+                .get(path)
+                .is_some_and(|c| c.iter().any(|c| c == "unknown"));
+            if name == "status" && required && unknown {
+                rows.insert(format!("{ty}\t{name}\tunknown"));
             }
         }
     }
-    let mut out = format!("{generated}\n# resource\telement (required, refers to the Patient)\n");
+    let mut out = format!(
+        "{generated}\n# resource\trequired element\tfilled with (the patient, or the code unknown)\n"
+    );
     for r in rows {
         out.push_str(&r);
         out.push('\n');
@@ -559,8 +618,8 @@ fn notice(commit: &str, digest: &str) -> String {
          The guide's content is published by HL7 International under CC0-1.0 (its sushi-config.yaml); its repository\n\
          is Apache-2.0. Only the rules are kept (elements, conditions, targets, maps, assigned values); the guide's\n\
          narrative and comments are not copied.\n\n\
-         `required-codes.tsv` lists codes of FHIR R4's required value sets, and `required-patient.tsv` the required\n\
-         elements that name a resource's patient, from the R4 definitions package (hl7.fhir.r4.examples 4.0.1; FHIR\n\
+         `required-codes.tsv` lists codes of FHIR R4's required value sets, and `required-elements.tsv` required\n\
+         elements the converter fills (a resource's patient, a status), from the R4 definitions package (hl7.fhir.r4.examples 4.0.1; FHIR\n\
          is published by HL7 under CC0-1.0).\n{}",
         errata_notice()
     )
@@ -572,13 +631,24 @@ fn errata_notice() -> String {
         "\nCorrected as generated (evident typos of the published tables; `ERRATA` in the generator):\n",
     );
     for e in ERRATA {
+        let cells: Vec<String> = e
+            .cells
+            .iter()
+            .map(|(_, published, corrected)| {
+                let corrected = if corrected.is_empty() {
+                    "(none)"
+                } else {
+                    corrected
+                };
+                format!("{published} -> {corrected}")
+            })
+            .collect();
         let _ = writeln!(
             out,
-            "- {} {}: {} -> {}\n  ({})",
+            "- {} {}: {}\n  ({})",
             e.maps.join(", "),
             e.key,
-            e.published,
-            e.corrected,
+            cells.join("; "),
             e.why
         );
     }

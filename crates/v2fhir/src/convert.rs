@@ -1809,6 +1809,10 @@ impl<'m, 'a> Ctx<'m, 'a> {
         for b in &mut resources {
             tidy(&mut b.node);
             required_status(b, &mut self.notes);
+            uri_identifiers(self.bump, &mut b.node, &mut self.notes);
+        }
+        for (_, _, node) in &mut self.value_resources {
+            uri_identifiers(self.bump, node, &mut self.notes);
         }
         // A resource the maps gave nothing but its id (a Provenance whose segment was empty) is left out unless
         // something refers to it. The references are collected only when there is such a resource.
@@ -2130,32 +2134,19 @@ fn drop_identifiers_without_value(n: &mut Node) {
     }
 }
 
-/// FHIR requires a status on Observation, DiagnosticReport, Encounter and many others; when the message gave
-/// none the guide could map, the status is `unknown` (where the element's required value set has it) and the
-/// report says so, rather than a resource that is not valid FHIR.
+/// FHIR requires a status on Observation, DiagnosticReport, Encounter, ServiceRequest and many others
+/// (`required-elements.tsv`): when the message gave none the guide could map, the status is `unknown` (where the
+/// element's required value set has it) and the report says so, rather than a resource that is not valid FHIR.
 fn required_status(b: &mut Built, notes: &mut Notes) {
-    const NEEDS_STATUS: [&str; 6] = [
-        "Observation",
-        "DiagnosticReport",
-        "Encounter",
-        "ServiceRequest",
-        "Specimen",
-        "DocumentReference",
-    ];
     let name = b.ty.name();
-    if !NEEDS_STATUS.contains(&name) {
-        return;
-    }
     let Node::Obj(fields) = &mut b.node else {
         return;
     };
-    if fields
-        .iter()
-        .any(|(k, _)| *k == "status" || *k == "_status")
+    if !crate::maps::status_may_be_unknown(name)
+        || fields
+            .iter()
+            .any(|(k, _)| *k == "status" || *k == "_status")
     {
-        return;
-    }
-    if !crate::maps::required_codes(name, "status").is_some_and(|c| c.contains(&"unknown")) {
         return;
     }
     fields.push(("status", Node::Str("unknown")));
@@ -2167,6 +2158,61 @@ fn required_status(b: &mut Built, notes: &mut Notes) {
             b.id
         ),
     );
+}
+
+/// The system `urn:ietf:rfc:3986` says an identifier's value is a URI. The guide gives it to HD.2 when HD.3 is
+/// `ISO` or `UUID` (HD[Organization], HD[Device]), and HD.2 holds the bare OID or UUID: its URI is `urn:oid:` or
+/// `urn:uuid:` and the value. A value that is neither and has no scheme is no URI, and the system is left out (the
+/// report says so) rather than making the identifier invalid.
+fn uri_identifiers<'b>(bump: &'b Bump, node: &mut Node<'b>, notes: &mut Notes) {
+    const URI: &str = "urn:ietf:rfc:3986";
+    let Node::Obj(fields) = node else { return };
+    let Some((_, Node::Arr(items))) = fields.iter_mut().find(|(k, _)| *k == "identifier") else {
+        return;
+    };
+    for (_, item) in items.iter_mut() {
+        if item.get_str("system") != Some(URI) {
+            continue;
+        }
+        let Node::Obj(parts) = item else { continue };
+        let Some(value) = parts.iter_mut().find_map(|(k, v)| match v {
+            Node::Str(s) if *k == "value" => Some(s),
+            _ => None,
+        }) else {
+            continue;
+        };
+        let prefix = if has_scheme(value) {
+            continue;
+        } else if fhir::oid_arcs(value) {
+            "urn:oid:"
+        } else if value::is_uuid(value) {
+            "urn:uuid:"
+        } else {
+            notes.add(
+                Severity::Information,
+                "identifier",
+                format_args!("identifier {value:?} is not a URI: its system {URI} is left out"),
+            );
+            parts.retain(|(k, _)| *k != "system");
+            continue;
+        };
+        let mut uri =
+            bumpalo::collections::String::with_capacity_in(prefix.len() + value.len(), bump);
+        uri.push_str(prefix);
+        uri.push_str(value);
+        *value = uri.into_bump_str();
+    }
+}
+
+/// The text starts with a URI scheme (`urn:`, `http:`): a letter, then letters, digits, `+`, `-` or `.`, then `:`.
+fn has_scheme(s: &str) -> bool {
+    let Some((scheme, _)) = s.split_once(':') else {
+        return false;
+    };
+    scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
 /// An extension needs its url and a value or nested extensions; the maps build both halves from separate rows,
@@ -2365,8 +2411,11 @@ fn write<'b>(
         );
         return;
     }
-    // A code outside the required value set of its element would make the resource invalid: the code is kept
-    // as the element's original text (an extension on the primitive) and reported, not written as the value.
+    // A code outside the required value set of its element would make the resource invalid, and so would the
+    // element with no code (a required binding needs one, whatever its extensions say). Where the value set has
+    // `unknown` (a status, a gender), the element is `unknown` and keeps the v2 code as its original text (an
+    // extension on the primitive); elsewhere it is left out, and the report (and the Bundle's OperationOutcome)
+    // keeps the code.
     let value = match value {
         Node::Str(code)
             if resolved
@@ -2374,14 +2423,27 @@ fn write<'b>(
                 .is_some_and(|allowed| !allowed.contains(&&*code))
                 && e.ty.name() == "code" =>
         {
-            notes.add(Severity::Warning, path, format_args!(
-                    "{path}: {code:?} is not a code of FHIR {}.{}'s required value set; kept as its original text",
+            let unknown = resolved
+                .required
+                .is_some_and(|allowed| allowed.contains(&"unknown"));
+            notes.add(
+                Severity::Warning,
+                path,
+                format_args!(
+                    "{path}: {code:?} is not a code of FHIR {}.{}'s required value set; {}",
                     t.name(),
-                    last.name
-                ));
-            if e.many {
+                    last.name,
+                    if unknown {
+                        "it is unknown, with the v2 code as its original text"
+                    } else {
+                        "not mapped"
+                    }
+                ),
+            );
+            if e.many || !unknown {
                 return;
             }
+            node.set_if_absent(last.name, Node::Str("unknown"));
             let mut ext = Node::obj(bump);
             ext.member("url", || {
                 Node::Str("http://hl7.org/fhir/StructureDefinition/originalText")
@@ -2467,12 +2529,22 @@ fn other_choice_present(
     })
 }
 
-/// Coding systems written from CWE.3 inside a nested map: the v2 name (`LN`) becomes the FHIR URI.
+/// Coding and identifier systems written from CWE.3 or CX.4 inside a nested map: the v2 name (`LN`) becomes the
+/// FHIR URI. A ContactPoint's `system` is a code of its own (`phone`), left as it is.
 fn fix_systems(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
+    const CONTACT_POINT_SYSTEMS: [&str; 7] =
+        ["phone", "fax", "email", "pager", "url", "sms", "other"];
     match obj {
         Node::Obj(fields) => {
             let mut drop = false;
+            let coding = fields.iter().any(|(k, _)| *k == "code" || *k == "display");
             for (k, v) in fields.iter_mut() {
+                if *k == "system"
+                    && !coding
+                    && matches!(v, Node::Str(s) if CONTACT_POINT_SYSTEMS.contains(s))
+                {
+                    continue;
+                }
                 if *k == "system" {
                     if let Node::Str(s) = v
                         && !s.contains(':')

@@ -12,7 +12,7 @@ const SEGMENTS: &str = include_str!("generated/segments.tsv");
 const DATATYPES: &str = include_str!("generated/datatypes.tsv");
 const VOCABULARY: &str = include_str!("generated/vocabulary.tsv");
 const REQUIRED_CODES: &str = include_str!("generated/required-codes.tsv");
-const REQUIRED_PATIENT: &str = include_str!("generated/required-patient.tsv");
+const REQUIRED_ELEMENTS: &str = include_str!("generated/required-elements.tsv");
 
 /// One step of a FHIR attribute path: `identifier[2]` → name `identifier`, instance 2.
 #[derive(Clone, Debug)]
@@ -253,6 +253,23 @@ pub(crate) struct ElementMap {
     pub(crate) by_first: Vec<Vec<u32>>,
 }
 
+/// A data type map the guide names but does not publish, onto a FHIR primitive (`ID[Code]`, `CWE[String]`,
+/// `DTM[DateTime]`, `ID[Boolean]`): its rows read the value as that primitive (the element's first component, as a
+/// row without a map does), with the row's vocabulary. Without this the rows wrote nothing: XTN.2 and XTN.3 gave no
+/// ContactPoint `use` or `system`, PID-30 no `deceasedBoolean`. `CQ[Code]` is not one: a quantity's code is its
+/// unit (CQ.2), not its first component.
+fn onto_primitive(map: &str) -> bool {
+    let Some((source, target)) = map.trim_end_matches(']').split_once('[') else {
+        return false;
+    };
+    let mut name = target.to_string();
+    if let Some(first) = name.get_mut(..1) {
+        first.make_ascii_lowercase();
+    }
+    source != "CQ"
+        && TypeShape::named(&name).is_some_and(|t| t.json_kind() != fhir::JsonKind::Object)
+}
+
 /// A resource a message row names: `Observation[2]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Key {
@@ -390,16 +407,37 @@ pub(crate) fn required_codes(ty: &str, element: &str) -> Option<&'static [&'stat
     codes.get(key.as_str()).map(|v| &v[..])
 }
 
-/// The element of a resource type that names whose record it is, when FHIR requires it (`subject` of
-/// ServiceRequest, `patient` of Immunization): see `generated/required-patient.tsv`.
-pub(crate) fn required_patient(ty: &str) -> Option<&'static str> {
-    static ELEMENTS: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+/// The required elements of a resource type that the converter fills when the maps leave them out
+/// (`generated/required-elements.tsv`): (element, what fills it: `patient` or `unknown`).
+fn required_elements(ty: &str) -> &'static [(&'static str, &'static str)] {
+    static ELEMENTS: OnceLock<HashMap<&'static str, Vec<(&'static str, &'static str)>>> =
+        OnceLock::new();
     let elements = ELEMENTS.get_or_init(|| {
-        rows(REQUIRED_PATIENT)
-            .filter_map(|r| Some((*r.first()?, *r.get(1)?)))
-            .collect()
+        let mut by_type: HashMap<&'static str, Vec<_>> = HashMap::new();
+        for r in rows(REQUIRED_ELEMENTS) {
+            if let [ty, element, fill] = r[..] {
+                by_type.entry(ty).or_default().push((element, fill));
+            }
+        }
+        by_type
     });
-    elements.get(ty).copied()
+    elements.get(ty).map_or(&[], |v| &v[..])
+}
+
+/// The element of a resource type that names whose record it is, when FHIR requires it (`subject` of
+/// ServiceRequest, `patient` of Immunization).
+pub(crate) fn required_patient(ty: &str) -> Option<&'static str> {
+    required_elements(ty)
+        .iter()
+        .find(|(_, fill)| *fill == "patient")
+        .map(|(element, _)| *element)
+}
+
+/// FHIR requires the type's `status`, and its required value set has `unknown`.
+pub(crate) fn status_may_be_unknown(ty: &str) -> bool {
+    required_elements(ty)
+        .iter()
+        .any(|&(element, fill)| element == "status" && fill == "unknown")
 }
 
 fn rows(text: &'static str) -> impl Iterator<Item = Vec<&'static str>> {
@@ -668,6 +706,9 @@ fn compile() -> Maps {
                 .data_type_map
                 .as_deref()
                 .and_then(|d| element_index.get(d).copied());
+            if row.dt.is_none() && row.data_type_map.as_deref().is_some_and(onto_primitive) {
+                row.data_type_map = None;
+            }
             // Rows with no target are never applied; element 0 is never valued.
             if matches!(&row.attr, Attr::Path(p) if p.is_empty()) || row.first == 0 {
                 continue;

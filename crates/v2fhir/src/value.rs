@@ -280,8 +280,39 @@ fn decimal<'b>(bump: &'b Bump, text: &'b str) -> Option<&'b str> {
     Some(s.into_bump_str())
 }
 
+/// A UUID in its text form: 8-4-4-4-12 hexadecimal digits.
+pub(crate) fn is_uuid(s: &str) -> bool {
+    let groups: Vec<&str> = s.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn oids_and_uuids_are_told_from_other_text() {
+        for oid in ["2.16.840.1.113883.3.72", "1.0", "0.9.2342"] {
+            assert!(fhir::oid_arcs(oid), "{oid}");
+        }
+        for not in [
+            "2",
+            "3.1",
+            "2.16.0840",
+            "2..1",
+            "1.Edu",
+            "simulated-lab-id",
+            "2.16.840.1.x",
+        ] {
+            assert!(!fhir::oid_arcs(not), "{not}");
+        }
+        assert!(super::is_uuid("426d2726-51fc-00fe-a946-8596e80a80eb"));
+        assert!(!super::is_uuid("426d2726-51fc-00fe-a946-8596e80a80e"));
+        assert!(!super::is_uuid("426d2726-51fc-00fe-a946-8596e80a80eg"));
+    }
+
     use super::*;
 
     fn conv(text: &str, ty: &str) -> (Option<Node<'static>>, Option<Unfit>) {

@@ -363,7 +363,7 @@ const CATEGORIES: &[(&str, &str, usize)] = &[
     (
         "Observation.status",
         "resource: FHIR-Converter only (guide-mapped message)",
-        3,
+        31,
     ),
     (
         "Observation.status",
@@ -373,14 +373,13 @@ const CATEGORIES: &[(&str, &str, usize)] = &[
     (
         "Observation.status",
         "resource: Thoth only (guide-mapped message)",
-        4,
+        16,
     ),
     (
         "Observation.status",
-        "status: Thoth none (the guide's map has no FHIR code)",
-        113,
+        "resource: Thoth only (message not in the guide)",
+        23,
     ),
-    ("Observation.status", "status: mapped differently", 26),
     (
         "Observation.value",
         "MDM OBX: the guide makes a DocumentReference",
