@@ -1918,7 +1918,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         }
     }
 
-    /// FHIR requires a ServiceRequest's, an Immunization's, a Coverage's... patient (`required-patient.tsv`), and
+    /// FHIR requires a ServiceRequest's, an Immunization's, a Coverage's... patient (`required-elements.tsv`), and
     /// the guide's maps often name none (the ORU's and ORM's ServiceRequest, the VXU's Immunization). Such a
     /// resource refers to the patient of its part of the message (the newest Patient when it was made), or to the
     /// message's only Patient; the report says so. Without one it stays as it is, with a warning: no patient is

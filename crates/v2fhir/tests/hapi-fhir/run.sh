@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# HAPI FHIR 8.8.1 (R4) strict-parse harness: reads Bundles as NDJSON on stdin, prints one verdict line per Bundle
-# ("ok", or "error<TAB><exception>: <message>"). Usage: run.sh < bundles.ndjson
+# HAPI FHIR 8.8.1 (R4) harness: reads Bundles as NDJSON on stdin, prints one verdict line per Bundle ("ok", or
+# "error<TAB>..."). Usage: run.sh < bundles.ndjson (the strict parser), run.sh validate < bundles.ndjson (the R4
+# instance validator; each error "<location> :: <message>").
 # Builds once (Maven, JDK 17); rebuilds only when pom.xml or a source is newer than the jar or the dependency
 # classpath file. Build output goes to stderr; stdout carries only the verdicts.
 set -euo pipefail
@@ -22,4 +23,4 @@ if (( stale )); then
   [[ -f "$jar" && -f "$cp_file" ]] || { echo "run.sh: build failed" >&2; exit 1; }
 fi
 
-exec java -cp "$jar:$(cat "$cp_file")" Main
+exec java -cp "$jar:$(cat "$cp_file")" Main "$@"

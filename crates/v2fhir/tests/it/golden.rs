@@ -351,7 +351,7 @@ OBR|1|PL1|FL1|24331-1^Lipid panel^LN|||20240315120000+0100
 OBX|1|NM|2093-3^Cholesterol^LN||182|mg/dL^mg/dL^UCUM|<200||||F
 ";
 
-/// FHIR requires a ServiceRequest's subject and an Immunization's patient (`required-patient.tsv`, from the R4
+/// FHIR requires a ServiceRequest's subject and an Immunization's patient (`required-elements.tsv`, from the R4
 /// definitions); the ORU_R01 map names none for the ServiceRequest. Each refers to the Patient of its own
 /// PATIENT_RESULT group, and the report says so.
 #[test]

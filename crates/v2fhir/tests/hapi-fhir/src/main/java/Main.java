@@ -3,6 +3,14 @@ import ca.uhn.fhir.parser.DataFormatException;
 import ca.uhn.fhir.parser.IParser;
 import ca.uhn.fhir.parser.IParserErrorHandler;
 import ca.uhn.fhir.parser.StrictErrorHandler;
+import ca.uhn.fhir.context.support.DefaultProfileValidationSupport;
+import ca.uhn.fhir.validation.FhirValidator;
+import ca.uhn.fhir.validation.ResultSeverityEnum;
+import ca.uhn.fhir.validation.SingleValidationMessage;
+import org.hl7.fhir.common.hapi.validation.support.CommonCodeSystemsTerminologyService;
+import org.hl7.fhir.common.hapi.validation.support.InMemoryTerminologyServerValidationSupport;
+import org.hl7.fhir.common.hapi.validation.support.ValidationSupportChain;
+import org.hl7.fhir.common.hapi.validation.validator.FhirInstanceValidator;
 import org.hl7.fhir.r4.model.Bundle;
 
 import java.io.BufferedReader;
@@ -50,8 +58,44 @@ public final class Main {
             });
     }
 
+    /**
+     * {@code validate}: each Bundle through HAPI's R4 instance validator (the core StructureDefinitions' cardinalities,
+     * invariants and required bindings of the codes it knows; no terminology server, so codes of external systems
+     * are not looked up). Prints {@code ok}, or {@code error} and each error-level message as
+     * {@code <location> :: <message>}, tab-separated, one line per Bundle.
+     */
+    static void validate(FhirContext ctx, BufferedReader in, PrintWriter out) throws Exception {
+        ValidationSupportChain support = new ValidationSupportChain(
+            new DefaultProfileValidationSupport(ctx),
+            new InMemoryTerminologyServerValidationSupport(ctx),
+            new CommonCodeSystemsTerminologyService(ctx));
+        FhirInstanceValidator instance = new FhirInstanceValidator(support);
+        instance.setNoTerminologyChecks(true);
+        FhirValidator validator = ctx.newValidator().registerValidatorModule(instance);
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) {
+                out.println("ok");
+                continue;
+            }
+            StringBuilder errors = new StringBuilder();
+            for (SingleValidationMessage m : validator.validateWithResult(line).getMessages()) {
+                if (m.getSeverity().ordinal() < ResultSeverityEnum.ERROR.ordinal()) continue;
+                errors.append('\t').append(m.getLocationString()).append(" :: ")
+                    .append(m.getMessage().replaceAll("\\s+", " ").trim());
+            }
+            out.println(errors.length() == 0 ? "ok" : "error" + errors);
+        }
+        out.flush();
+    }
+
     public static void main(String[] args) throws Exception {
         FhirContext ctx = FhirContext.forR4();
+        if (args.length > 0 && args[0].equals("validate")) {
+            validate(ctx, new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)),
+                new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8)));
+            return;
+        }
         IParser parser = ctx.newJsonParser().setParserErrorHandler(new StrictErrorHandler());
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
