@@ -233,6 +233,19 @@ const ERRATA: &[Erratum] = &[
               its system column): written as the system it made every cellular number's ContactPoint invalid. A \
               cellular phone is a phone",
     },
+    Erratum {
+        kind: Kind::DataType,
+        maps: &["XTN[ContactPoint]"],
+        key: "XTN.4",
+        cells: &[(
+            ELEMENT_CONDITION,
+            "IF XTN.3 IN (\"Internet\", \"X.400\")",
+            "IF XTN.3 IN (\"Internet\", \"X.400\") OR (XTN.3 NOT VALUED AND XTN.1 NOT VALUED)",
+        )],
+        why: "the XTN.3 row makes the system email when XTN.3 is empty and XTN.4 valued, but the address itself was \
+              mapped only with XTN.3 Internet or X.400: such an address was lost, leaving a ContactPoint without \
+              a value",
+    },
 ];
 
 /// Applies the errata that match `line` (a row of `kind`), counting each use in `applied`.

@@ -34,7 +34,7 @@ mod xml;
 pub use error::{Error, Format, Location};
 pub use ndjson::{NdjsonReader, NdjsonWriter};
 pub use options::{MAX_DEPTH, ReadOptions};
-pub use primitives::{PrimitiveIssue, oid_arcs};
+pub use primitives::PrimitiveIssue;
 pub use resource::Resource;
 pub use shape::{ElementShape, JsonKind, TypeShape};
 

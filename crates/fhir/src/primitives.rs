@@ -262,12 +262,9 @@ fn time(b: &[u8]) -> bool {
 }
 
 fn oid(v: &str) -> bool {
-    v.strip_prefix("urn:oid:").is_some_and(oid_arcs)
-}
-
-/// An OID in its dotted form, as FHIR's `oid` type writes it after `urn:oid:` (`2.16.840.1.113883`): `0`, `1` or
-/// `2`, then at least one arc, each `0` or a number without a leading zero.
-pub fn oid_arcs(rest: &str) -> bool {
+    let Some(rest) = v.strip_prefix("urn:oid:") else {
+        return false;
+    };
     let mut arcs = rest.split('.');
     let first_ok = matches!(arcs.next(), Some("0" | "1" | "2"));
     let mut count = 0;

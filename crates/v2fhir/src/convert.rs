@@ -320,11 +320,14 @@ fn valued_rows(map: &ElementMap, src: Src<'_, '_>, parts: &[Value<'_>], out: &mu
             }
         }
         // The parts `child` picks from.
-        Src::Val(..) => parts
-            .iter()
-            .take(map.by_first.len())
-            .enumerate()
-            .for_each(|(i, &p)| add(i + 1, p)),
+        Src::Val(..) => {
+            parts
+                .iter()
+                .take(map.by_first.len())
+                .enumerate()
+                .for_each(|(i, &p)| add(i + 1, p));
+            out.extend_from_slice(&map.when_absent);
+        }
     }
     out.sort_unstable();
 }
@@ -1158,7 +1161,16 @@ impl<'m, 'a> Ctx<'m, 'a> {
             let row = &map.rows[i as usize];
             // The element first: most rows read one that is not valued, and the checks below have no effects,
             // so their order does not change what is written.
-            if read != Some((row.first, row.second)) {
+            if row.when_absent {
+                // Its value is assigned, and its condition says the component is empty: the row applies once,
+                // to the value itself.
+                let Src::Val(v, _) = src else { continue };
+                values.clear();
+                if src.element(row.first, row.second).next().is_none() {
+                    values.push(v);
+                }
+                read = None;
+            } else if read != Some((row.first, row.second)) {
                 values.clear();
                 src.read_element(row.first, row.second, &parts, &mut values);
                 read = Some((row.first, row.second));
@@ -2142,6 +2154,18 @@ fn required_status(b: &mut Built, notes: &mut Notes) {
     let Node::Obj(fields) = &mut b.node else {
         return;
     };
+    // An Encounter's location entry requires its Location: the guide assigns an entry's status (`active`,
+    // `planned`) from PV1-2 whether or not PV1-3 named a location, and such an entry says nothing.
+    if name == "Encounter"
+        && let Some((_, Node::Arr(items))) = fields.iter_mut().find(|(k, _)| *k == "location")
+    {
+        items.retain(
+            |(_, it)| matches!(it, Node::Obj(f) if f.iter().any(|(k, _)| *k == "location")),
+        );
+        if items.is_empty() {
+            fields.retain(|(k, _)| *k != "location");
+        }
+    }
     if !crate::maps::status_may_be_unknown(name)
         || fields
             .iter()
@@ -2183,7 +2207,7 @@ fn uri_identifiers<'b>(bump: &'b Bump, node: &mut Node<'b>, notes: &mut Notes) {
         };
         let prefix = if has_scheme(value) {
             continue;
-        } else if fhir::oid_arcs(value) {
+        } else if dotted_number(value) {
             "urn:oid:"
         } else if value::is_uuid(value) {
             "urn:uuid:"
@@ -2202,6 +2226,14 @@ fn uri_identifiers<'b>(bump: &'b Bump, node: &mut Node<'b>, notes: &mut Notes) {
         uri.push_str(value);
         *value = uri.into_bump_str();
     }
+}
+
+/// An OID as senders write them: numbers separated by dots (`2.16.840.1.114222.4.1.000001`; leading zeros, which
+/// the OID rules forbid, are common, and `urn:oid:` with them is still a URI).
+fn dotted_number(s: &str) -> bool {
+    s.contains('.')
+        && s.split('.')
+            .all(|arc| !arc.is_empty() && arc.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The text starts with a URI scheme (`urn:`, `http:`): a letter, then letters, digits, `+`, `-` or `.`, then `:`.

@@ -144,6 +144,9 @@ pub(crate) struct ElementRow {
     /// The condition's leading test of one element against literals ([`Cond::guard`]).
     pub(crate) guard: Option<Guard>,
     pub(crate) narrative_only: bool,
+    /// A data type map's row that assigns a value when its own component is empty (see
+    /// [`ElementMap::when_absent`]).
+    pub(crate) when_absent: bool,
     pub(crate) attr: Attr,
     /// The FHIR type the guide names for the attribute, when it is a primitive (`code`, `date`): the type of a
     /// `$value` row.
@@ -251,6 +254,10 @@ pub(crate) struct ElementMap {
     /// Field (component) number → the indexes of the rows that read it and write something, in order: a
     /// segment or value has few valued fields, so the converter visits their rows only.
     pub(crate) by_first: Vec<Vec<u32>>,
+    /// Rows of a data type map that apply when their own component is empty: an assigned value under a condition
+    /// that the component is NOT VALUED (`XTN.3 IF XTN.3 NOT VALUED AND XTN.4 VALUED → system = "email"`). They
+    /// are visited with the rows of the valued components.
+    pub(crate) when_absent: Vec<u32>,
 }
 
 /// A data type map the guide names but does not publish, onto a FHIR primitive (`ID[Code]`, `CWE[String]`,
@@ -268,6 +275,13 @@ fn onto_primitive(map: &str) -> bool {
     }
     source != "CQ"
         && TypeShape::named(&name).is_some_and(|t| t.json_kind() != fhir::JsonKind::Object)
+}
+
+/// The condition's text holds `words`, however it spaces them (`XTN.4  NOT VALUED`).
+fn cond_text_names(cond: &str, words: &str) -> bool {
+    let cond: Vec<&str> = cond.split_whitespace().collect();
+    let words: Vec<&str> = words.split_whitespace().collect();
+    cond.windows(words.len()).any(|w| w == words)
 }
 
 /// A resource a message row names: `Observation[2]`.
@@ -606,6 +620,7 @@ fn compile() -> Maps {
                     target: map_target(map),
                     rows: Vec::new(),
                     by_first: Vec::new(),
+                    when_absent: Vec::new(),
                     reads_segments: false,
                     nesting: 0,
                 });
@@ -637,6 +652,7 @@ fn compile() -> Maps {
                     cond_slot: None,
                     guard: None,
                     narrative_only: false,
+                    when_absent: false,
                     attr: Attr::Path(Vec::new()),
                     fhir_primitive: None,
                     data_type_map: None,
@@ -686,6 +702,9 @@ fn compile() -> Maps {
                 cond,
                 cond_slot,
                 narrative_only: narrative == "N",
+                when_absent: is_type
+                    && assignment.is_some()
+                    && cond_text_names(r[2], &format!("{element} NOT VALUED")),
                 attr,
                 fhir_primitive: TypeShape::named(fhir_type.trim())
                     .filter(|t| t.json_kind() != fhir::JsonKind::Object),
@@ -711,6 +730,10 @@ fn compile() -> Maps {
             }
             // Rows with no target are never applied; element 0 is never valued.
             if matches!(&row.attr, Attr::Path(p) if p.is_empty()) || row.first == 0 {
+                continue;
+            }
+            if row.when_absent {
+                m.when_absent.push(i as u32);
                 continue;
             }
             let f = usize::from(row.first);

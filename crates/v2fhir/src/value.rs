@@ -293,21 +293,7 @@ pub(crate) fn is_uuid(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn oids_and_uuids_are_told_from_other_text() {
-        for oid in ["2.16.840.1.113883.3.72", "1.0", "0.9.2342"] {
-            assert!(fhir::oid_arcs(oid), "{oid}");
-        }
-        for not in [
-            "2",
-            "3.1",
-            "2.16.0840",
-            "2..1",
-            "1.Edu",
-            "simulated-lab-id",
-            "2.16.840.1.x",
-        ] {
-            assert!(!fhir::oid_arcs(not), "{not}");
-        }
+    fn uuids_are_told_from_other_text() {
         assert!(super::is_uuid("426d2726-51fc-00fe-a946-8596e80a80eb"));
         assert!(!super::is_uuid("426d2726-51fc-00fe-a946-8596e80a80e"));
         assert!(!super::is_uuid("426d2726-51fc-00fe-a946-8596e80a80eg"));

@@ -425,3 +425,35 @@ OBR|1|PC|FC|24331-1^Lipid panel^LN
         "{outcome:#?}"
     );
 }
+
+/// XTN[ContactPoint], with the generator's errata: a number without an equipment type is a phone (XTN.1 and XTN.7
+/// are telephone numbers by v2's definition), an address in XTN.4 without one is an email, a cellular phone (CP) is
+/// a phone; the use comes from XTN.2 (TelecommunicationUseCode). The guide's rows for an empty XTN.3 apply although
+/// their own component is empty.
+#[test]
+fn telecommunication_numbers_get_their_system() {
+    let adt = "MSH|^~\\&|A|B|C|D|20240101120000+0100||ADT^A01^ADT_A01|T1|P|2.5.1
+PID|1||X1^^^H^MR||DOE^J||19800101|M|||||555-1234~^NET^^j@x.org~^PRN^PH^^^555^7654321~^ORN^CP^^^555^1112222
+";
+    let b = convert(adt);
+    let patient = resources(&b, "Patient")[0];
+    let telecom = patient["telecom"].as_array().unwrap();
+    let by_value = |v: &str| {
+        telecom
+            .iter()
+            .find(|t| t["value"] == v)
+            .unwrap_or_else(|| panic!("no ContactPoint {v}: {telecom:#?}"))
+    };
+    assert_eq!(by_value("555-1234")["system"], "phone");
+    assert_eq!(by_value("j@x.org")["system"], "email");
+    assert_eq!(by_value("555 7654321")["system"], "phone");
+    assert_eq!(by_value("555 7654321")["use"], "home");
+    assert_eq!(by_value("555 1112222")["system"], "phone");
+    // Every ContactPoint with a value has its system (FHIR's cpt-2).
+    assert!(
+        telecom
+            .iter()
+            .all(|t| t.get("value").is_none() || t.get("system").is_some()),
+        "{telecom:#?}"
+    );
+}
