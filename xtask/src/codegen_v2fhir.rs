@@ -246,6 +246,18 @@ const ERRATA: &[Erratum] = &[
               mapped only with XTN.3 Internet or X.400: such an address was lost, leaving a ContactPoint without \
               a value",
     },
+    Erratum {
+        kind: Kind::DataType,
+        maps: &["NM[Quantity-LengthOfStay]"],
+        key: "NM.1",
+        cells: &[(
+            ASSIGNMENT,
+            "\"http://unitsofmeasure.org/\"",
+            "\"http://unitsofmeasure.org\"",
+        )],
+        why: "UCUM's system URI has no trailing slash; with it, FHIR's Duration invariant (drt-1: a system, if \
+              present, SHALL be UCUM) failed for every length of stay",
+    },
 ];
 
 /// Applies the errata that match `line` (a row of `kind`), counting each use in `applied`.

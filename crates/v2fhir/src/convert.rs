@@ -1820,7 +1820,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let mut resources = std::mem::take(&mut self.resources);
         for b in &mut resources {
             tidy(&mut b.node);
-            required_status(b, &mut self.notes);
+            fill_required(b, &mut self.notes);
             uri_identifiers(self.bump, &mut b.node, &mut self.notes);
         }
         for (_, _, node) in &mut self.value_resources {
@@ -2146,14 +2146,24 @@ fn drop_identifiers_without_value(n: &mut Node) {
     }
 }
 
-/// FHIR requires a status on Observation, DiagnosticReport, Encounter, ServiceRequest and many others
-/// (`required-elements.tsv`): when the message gave none the guide could map, the status is `unknown` (where the
-/// element's required value set has it) and the report says so, rather than a resource that is not valid FHIR.
-fn required_status(b: &mut Built, notes: &mut Notes) {
+/// What FHIR requires of a resource and the guide's maps leave out, filled or tidied by rule, rather than a
+/// resource that is not valid FHIR: a narrative's status; an Encounter's location entries without a Location; and
+/// a status on Observation, DiagnosticReport, Encounter, ServiceRequest and many others (`required-elements.tsv`):
+/// when the message gave none the guide could map, the status is `unknown` (where the element's required value
+/// set has it) and the report says so.
+fn fill_required(b: &mut Built, notes: &mut Notes) {
     let name = b.ty.name();
     let Node::Obj(fields) = &mut b.node else {
         return;
     };
+    // A narrative needs its status. The guide's only one (PV2-12, the visit description, as an Encounter's text)
+    // is text from the message, not generated from the resource's elements: `additional`.
+    if let Some((_, Node::Obj(text))) = fields.iter_mut().find(|(k, _)| *k == "text")
+        && text.iter().any(|(k, _)| *k == "div")
+        && !text.iter().any(|(k, _)| *k == "status")
+    {
+        text.push(("status", Node::Str("additional")));
+    }
     // An Encounter's location entry requires its Location: the guide assigns an entry's status (`active`,
     // `planned`) from PV1-2 whether or not PV1-3 named a location, and such an entry says nothing.
     if name == "Encounter"
