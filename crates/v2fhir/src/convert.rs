@@ -35,8 +35,8 @@ struct Built<'b> {
     node: Node<'b>,
     /// The creating segment (its group instances are the resource's scope).
     creator: usize,
-    /// For a type whose patient FHIR requires ([`crate::maps::required_patient`]), the id of the newest Patient
-    /// when it was made: the patient of its part of the message.
+    /// The id of the newest Patient when it was made: the patient of its part of the message, for a type whose
+    /// patient FHIR requires ([`crate::maps::required_patient`]).
     patient: Option<&'b str>,
 }
 
@@ -62,6 +62,8 @@ struct Ctx<'m, 'a> {
     /// message: what may refer to a resource left bare (see [`Ctx::finish`]), known without a walk of the tree.
     linked: Vec<&'m str>,
     reference_from_message: bool,
+    /// The id of the newest Patient made so far (see [`Built::patient`]).
+    last_patient: Option<&'m str>,
     notes: Notes,
     /// The value resources built so far and their full URLs (see [`Ctx::value_resource`]).
     /// Scanned while short; past [`SCAN_MAX`] entries, moved to `value_memo_hashed` (a message may build
@@ -676,6 +678,7 @@ fn convert_in(
         bundle: Node::obj(bump),
         linked: Vec::new(),
         reference_from_message: false,
+        last_patient: None,
         notes: Notes {
             list: Vec::new(),
             info: report,
@@ -1037,9 +1040,10 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let mut node = Node::obj(self.bump);
         node.member("resourceType", || Node::Str(ty.name()));
         node.member("id", || Node::Str(id));
-        let patient = crate::maps::required_patient(ty.name())
-            .and_then(|_| self.newest_of_type(patient_type(), 0, |_| true))
-            .map(|i| self.resources[i].id);
+        let patient = self.last_patient;
+        if ty == patient_type() {
+            self.last_patient = Some(id);
+        }
         self.resources.push(Built {
             key: *key,
             ty,
@@ -1113,6 +1117,11 @@ impl<'m, 'a> Ctx<'m, 'a> {
                 && let Some((_, list)) = self.by_key.iter_mut().find(|(k, _)| *k == b.key)
             {
                 list.pop();
+                if b.ty == patient_type() {
+                    self.last_patient = self
+                        .newest_of_type(b.ty, 0, |_| true)
+                        .map(|i| self.resources[i].id);
+                }
             }
             return;
         }
@@ -1952,7 +1961,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             .map(|b| (b.ty, b.patient, &mut b.node))
             .chain(values.iter_mut().map(|(_, ty, node)| (*ty, None, node)));
         for (ty, patient, node) in targets {
-            let Some(element) = crate::maps::required_patient(ty.name()) else {
+            let Some(element) = crate::maps::required_patient(ty) else {
                 continue;
             };
             let name = ty.name();
@@ -2176,7 +2185,7 @@ fn fill_required(b: &mut Built, notes: &mut Notes) {
             fields.retain(|(k, _)| *k != "location");
         }
     }
-    if !crate::maps::status_may_be_unknown(name)
+    if !crate::maps::status_may_be_unknown(b.ty)
         || fields
             .iter()
             .any(|(k, _)| *k == "status" || *k == "_status")

@@ -422,25 +422,28 @@ pub(crate) fn required_codes(ty: &str, element: &str) -> Option<&'static [&'stat
 }
 
 /// The required elements of a resource type that the converter fills when the maps leave them out
-/// (`generated/required-elements.tsv`): (element, what fills it: `patient` or `unknown`).
-fn required_elements(ty: &str) -> &'static [(&'static str, &'static str)] {
-    static ELEMENTS: OnceLock<HashMap<&'static str, Vec<(&'static str, &'static str)>>> =
+/// (`generated/required-elements.tsv`): (element, what fills it: `patient` or `unknown`). Asked for every resource
+/// a message makes: keyed by the type's number, with FNV.
+fn required_elements(ty: TypeShape) -> &'static [(&'static str, &'static str)] {
+    static ELEMENTS: OnceLock<HashMap<TypeShape, Vec<(&'static str, &'static str)>, Fnv>> =
         OnceLock::new();
     let elements = ELEMENTS.get_or_init(|| {
-        let mut by_type: HashMap<&'static str, Vec<_>> = HashMap::new();
+        let mut by_type: HashMap<TypeShape, Vec<_>, Fnv> = HashMap::default();
         for r in rows(REQUIRED_ELEMENTS) {
-            if let [ty, element, fill] = r[..] {
+            if let [ty, element, fill] = r[..]
+                && let Some(ty) = TypeShape::resource(ty)
+            {
                 by_type.entry(ty).or_default().push((element, fill));
             }
         }
         by_type
     });
-    elements.get(ty).map_or(&[], |v| &v[..])
+    elements.get(&ty).map_or(&[], |v| &v[..])
 }
 
 /// The element of a resource type that names whose record it is, when FHIR requires it (`subject` of
 /// ServiceRequest, `patient` of Immunization).
-pub(crate) fn required_patient(ty: &str) -> Option<&'static str> {
+pub(crate) fn required_patient(ty: TypeShape) -> Option<&'static str> {
     required_elements(ty)
         .iter()
         .find(|(_, fill)| *fill == "patient")
@@ -448,7 +451,7 @@ pub(crate) fn required_patient(ty: &str) -> Option<&'static str> {
 }
 
 /// FHIR requires the type's `status`, and its required value set has `unknown`.
-pub(crate) fn status_may_be_unknown(ty: &str) -> bool {
+pub(crate) fn status_may_be_unknown(ty: TypeShape) -> bool {
     required_elements(ty)
         .iter()
         .any(|&(element, fill)| element == "status" && fill == "unknown")
