@@ -421,14 +421,16 @@ pub(crate) fn required_codes(ty: &str, element: &str) -> Option<&'static [&'stat
     codes.get(key.as_str()).map(|v| &v[..])
 }
 
+/// A required element and what fills it (`patient` or `unknown`).
+type Filled = (&'static str, &'static str);
+
 /// The required elements of a resource type that the converter fills when the maps leave them out
 /// (`generated/required-elements.tsv`): (element, what fills it: `patient` or `unknown`). Asked for every resource
 /// a message makes: keyed by the type's number, with FNV.
-fn required_elements(ty: TypeShape) -> &'static [(&'static str, &'static str)] {
-    static ELEMENTS: OnceLock<HashMap<TypeShape, Vec<(&'static str, &'static str)>, Fnv>> =
-        OnceLock::new();
+fn required_elements(ty: TypeShape) -> &'static [Filled] {
+    static ELEMENTS: OnceLock<HashMap<TypeShape, Vec<Filled>, Fnv>> = OnceLock::new();
     let elements = ELEMENTS.get_or_init(|| {
-        let mut by_type: HashMap<TypeShape, Vec<_>, Fnv> = HashMap::default();
+        let mut by_type: HashMap<TypeShape, Vec<Filled>, Fnv> = HashMap::default();
         for r in rows(REQUIRED_ELEMENTS) {
             if let [ty, element, fill] = r[..]
                 && let Some(ty) = TypeShape::resource(ty)
