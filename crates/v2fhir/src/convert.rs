@@ -1829,10 +1829,12 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let mut resources = std::mem::take(&mut self.resources);
         for b in &mut resources {
             tidy(&mut b.node);
-            fill_required(b, &mut self.notes);
+            fill_required(b.ty, b.id, &mut b.node, &mut self.notes);
             uri_identifiers(self.bump, &mut b.node, &mut self.notes);
         }
-        for (_, _, node) in &mut self.value_resources {
+        // Resources built from a value (TQ1's ServiceRequest, XCN's Practitioner) as well.
+        for (id, ty, node) in &mut self.value_resources {
+            fill_required(*ty, id, node, &mut self.notes);
             uri_identifiers(self.bump, node, &mut self.notes);
         }
         // A resource the maps gave nothing but its id (a Provenance whose segment was empty) is left out unless
@@ -2160,9 +2162,9 @@ fn drop_identifiers_without_value(n: &mut Node) {
 /// a status on Observation, DiagnosticReport, Encounter, ServiceRequest and many others (`required-elements.tsv`):
 /// when the message gave none the guide could map, the status is `unknown` (where the element's required value
 /// set has it) and the report says so.
-fn fill_required(b: &mut Built, notes: &mut Notes) {
-    let name = b.ty.name();
-    let Node::Obj(fields) = &mut b.node else {
+fn fill_required(ty: TypeShape, id: &str, node: &mut Node<'_>, notes: &mut Notes) {
+    let name = ty.name();
+    let Node::Obj(fields) = node else {
         return;
     };
     // A narrative needs its status. The guide's only one (PV2-12, the visit description, as an Encounter's text)
@@ -2185,7 +2187,7 @@ fn fill_required(b: &mut Built, notes: &mut Notes) {
             fields.retain(|(k, _)| *k != "location");
         }
     }
-    if !crate::maps::status_may_be_unknown(b.ty)
+    if !crate::maps::status_may_be_unknown(ty)
         || fields
             .iter()
             .any(|(k, _)| *k == "status" || *k == "_status")
@@ -2198,7 +2200,7 @@ fn fill_required(b: &mut Built, notes: &mut Notes) {
         name,
         format_args!(
             "{name} {}: the message gives no status the guide maps; status is unknown",
-            b.id
+            id
         ),
     );
 }

@@ -9,6 +9,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 jar="$here/target/hapi-fhir-strict-0.jar"
 cp_file="$here/target/classpath.txt"
 
+# The tests run this twice at once (the strict parser and the validator): one builds while the other waits.
+mkdir -p "$here/target"
+exec 9>"$here/target/.build-lock"
+flock 9
 stale=0
 for out in "$jar" "$cp_file"; do
   [[ -f "$out" ]] || { stale=1; break; }
@@ -22,5 +26,7 @@ if (( stale )); then
     | sed -e 's/\x1b\[[0-9;]*m//g' | grep -v '^$' >&2 || true
   [[ -f "$jar" && -f "$cp_file" ]] || { echo "run.sh: build failed" >&2; exit 1; }
 fi
+flock -u 9
+exec 9>&-
 
 exec java -cp "$jar:$(cat "$cp_file")" Main "$@"
