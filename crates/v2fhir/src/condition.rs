@@ -231,6 +231,15 @@ impl Cond {
         }
     }
 
+    /// The condition holds only when `r` is not valued (`XTN.3 NOT VALUED AND XTN.4 VALUED` for XTN.3).
+    pub(crate) fn requires_empty(&self, r: &Ref) -> bool {
+        match self {
+            Cond::Not(c) => matches!(&**c, Cond::Valued(v) if v == r),
+            Cond::And(a, b) => a.requires_empty(r) || b.requires_empty(r),
+            _ => false,
+        }
+    }
+
     /// The condition reads segments only (no component of the value a data type map applies to): it has one
     /// value per segment, whatever row or value asks.
     pub(crate) fn segment_only(&self) -> bool {

@@ -277,13 +277,6 @@ fn onto_primitive(map: &str) -> bool {
         && TypeShape::named(&name).is_some_and(|t| t.json_kind() != fhir::JsonKind::Object)
 }
 
-/// The condition's text holds `words`, however it spaces them (`XTN.4  NOT VALUED`).
-fn cond_text_names(cond: &str, words: &str) -> bool {
-    let cond: Vec<&str> = cond.split_whitespace().collect();
-    let words: Vec<&str> = words.split_whitespace().collect();
-    cond.windows(words.len()).any(|w| w == words)
-}
-
 /// A resource a message row names: `Observation[2]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Key {
@@ -677,11 +670,12 @@ fn compile() -> Maps {
                 first,
                 second,
             };
-            let cond = condition::parse(cond, own, is_type.then_some(prefix));
+            let cond = condition::parse(cond, own.clone(), is_type.then_some(prefix));
             if cond.is_unparsed() {
                 unparsed.push(format!("{map} {element}: {cond_text}", cond_text = r[2]));
             }
             let assignment = parse_assignment(assign);
+            let when_absent = is_type && assignment.is_some() && cond.requires_empty(&own);
             let attr_label = match &attr {
                 Attr::Path(s) | Attr::NewResource(s) | Attr::InResource(s) => {
                     s.first().map_or("", |s| s.name)
@@ -707,9 +701,7 @@ fn compile() -> Maps {
                 cond,
                 cond_slot,
                 narrative_only: narrative == "N",
-                when_absent: is_type
-                    && assignment.is_some()
-                    && cond_text_names(r[2], &format!("{element} NOT VALUED")),
+                when_absent,
                 attr,
                 fhir_primitive: TypeShape::named(fhir_type.trim())
                     .filter(|t| t.json_kind() != fhir::JsonKind::Object),

@@ -292,14 +292,14 @@ pub(crate) fn is_uuid(s: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn uuids_are_told_from_other_text() {
-        assert!(super::is_uuid("426d2726-51fc-00fe-a946-8596e80a80eb"));
-        assert!(!super::is_uuid("426d2726-51fc-00fe-a946-8596e80a80e"));
-        assert!(!super::is_uuid("426d2726-51fc-00fe-a946-8596e80a80eg"));
+        assert!(is_uuid("426d2726-51fc-00fe-a946-8596e80a80eb"));
+        assert!(!is_uuid("426d2726-51fc-00fe-a946-8596e80a80e"));
+        assert!(!is_uuid("426d2726-51fc-00fe-a946-8596e80a80eg"));
     }
-
-    use super::*;
 
     fn conv(text: &str, ty: &str) -> (Option<Node<'static>>, Option<Unfit>) {
         // A leaked arena per call: a handful of small values in a test.
