@@ -91,6 +91,24 @@ impl Drop for Broker {
     }
 }
 
+/// The ends of the server's and the broker's logs, for a failure's message: a stall shows only there.
+fn logs(store: &Path, broker: &Broker) -> String {
+    let tail = |path: PathBuf| {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        format!(
+            "--- the end of {}:\n{}",
+            path.display(),
+            lines[lines.len().saturating_sub(80)..].join("\n")
+        )
+    };
+    format!(
+        "{}\n{}",
+        tail(store.join("serve.log")),
+        tail(broker.dir.join("broker.log"))
+    )
+}
+
 /// One record read back from a topic.
 struct Record {
     key: Option<Vec<u8>>,
@@ -425,7 +443,8 @@ fn kafka_source_survives_kill_9_and_a_broker_restart() {
         }
         assert!(
             Instant::now() < deadline,
-            "the source stopped at {t} messages"
+            "the source stopped at {t} messages\n{}",
+            logs(&store, &broker)
         );
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -470,8 +489,9 @@ fn kafka_source_survives_kill_9_and_a_broker_restart() {
         }
         assert!(
             Instant::now() < deadline,
-            "only {} of {total_messages} messages stored",
-            seen.len()
+            "only {} of {total_messages} messages stored\n{}",
+            seen.len(),
+            logs(&store, &broker)
         );
         std::thread::sleep(Duration::from_millis(500));
     }
