@@ -68,6 +68,9 @@ use std::time::Duration;
 /// brokers = "127.0.0.1:9092"
 /// topic = "hl7.in"
 /// group = "thoth"
+///
+/// [to_fhir]                       # v2 to FHIR (routes, /hl7/to-fhir, /messages/{id}/fhir)
+/// time_zone = "America/Chicago"   # IANA zone of times sent without an offset; none: only their date is kept
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -91,6 +94,28 @@ pub struct EngineConfig {
     /// Kafka topics messages are consumed from (each message as if received over MLLP).
     #[serde(rename = "kafka_source")]
     pub kafka_sources: Vec<KafkaSourceConfig>,
+    /// Converting messages to FHIR Bundles.
+    pub to_fhir: ToFhirConfig,
+}
+
+/// `[to_fhir]`: how messages become FHIR Bundles, wherever they do (`fhir` and `fhir-json` routes, Kafka's `fhir`
+/// value, `POST /hl7/to-fhir`, `/messages/{id}/fhir`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ToFhirConfig {
+    /// The IANA name of the zone of times sent without a UTC offset (v2 reads them as the sender's local time).
+    pub time_zone: Option<String>,
+    /// `time_zone`, looked up when the configuration is read (an unknown name is a configuration error).
+    #[serde(skip)]
+    zone: Option<v2fhir::TimeZone>,
+}
+
+impl ToFhirConfig {
+    /// The zone of times sent without an offset, when one is configured.
+    pub fn zone(&self) -> Option<&v2fhir::TimeZone> {
+        self.zone.as_ref()
+    }
 }
 
 /// When a message is acknowledged.
@@ -393,7 +418,11 @@ impl EngineConfig {
             path: path.to_path_buf(),
             detail,
         };
-        let config: EngineConfig = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let mut config: EngineConfig = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        if let Some(name) = &config.to_fhir.time_zone {
+            config.to_fhir.zone =
+                Some(v2fhir::time_zone(name).map_err(|e| bad(format!("[to_fhir] {e}")))?);
+        }
         let mut names = std::collections::HashSet::new();
         for route in &config.routes {
             if !names.insert(route.name.as_str()) {

@@ -19,7 +19,11 @@ pub(crate) async fn run(
     let route = inner.routes[index].name.clone();
     let cfg = inner.config.delivery.clone();
     let attempt_timeout = Duration::from_millis(cfg.attempt_timeout_ms);
-    let mut target = Target::new(&inner.routes[index].config, attempt_timeout);
+    let mut target = Target::new(
+        &inner.routes[index].config,
+        attempt_timeout,
+        inner.config.to_fhir.zone(),
+    );
     loop {
         let id = tokio::select! {
             id = queue.recv() => match id {

@@ -59,8 +59,14 @@ struct Built {
     headers: OwnedHeaders,
 }
 
-/// The key, value and headers of message `id` (deterministic: a redelivery builds the same record).
-fn build(cfg: &KafkaRouteConfig, id: MessageId, raw: &[u8]) -> Result<Built, String> {
+/// The key, value and headers of message `id` (deterministic: a redelivery builds the same record). `zone`:
+/// `[to_fhir] time_zone`, for the `fhir` value.
+fn build(
+    cfg: &KafkaRouteConfig,
+    id: MessageId,
+    raw: &[u8],
+    zone: Option<&v2fhir::TimeZone>,
+) -> Result<Built, String> {
     let msg = hl7v2::Message::parse(raw);
     let h = crate::route::Header::read(&msg);
     let version = msg
@@ -76,7 +82,7 @@ fn build(cfg: &KafkaRouteConfig, id: MessageId, raw: &[u8]) -> Result<Built, Str
     let value = match cfg.value {
         KafkaValue::Raw => raw.to_vec(),
         KafkaValue::Json => serde_json::to_vec(&hl7v2::to_json(&msg)).unwrap_or_default(),
-        KafkaValue::Fhir => crate::route::to_bundle(&msg, v2fhir::BundleType::Message)?,
+        KafkaValue::Fhir => crate::route::to_bundle(&msg, v2fhir::BundleType::Message, zone)?,
     };
     let mut headers = OwnedHeaders::new_with_capacity(6);
     for (name, v) in [
@@ -258,11 +264,12 @@ async fn send(
         }
     };
     let built = if cfg.value == KafkaValue::Raw {
-        build(cfg, id, &raw)
+        build(cfg, id, &raw, None)
     } else {
         // Conversion is CPU work (tens of microseconds): beside the runtime's I/O threads.
         let cfg = cfg.clone();
-        tokio::task::spawn_blocking(move || build(&cfg, id, &raw))
+        let zone = inner.config.to_fhir.zone().cloned();
+        tokio::task::spawn_blocking(move || build(&cfg, id, &raw, zone.as_ref()))
             .await
             .unwrap_or_else(|e| Err(e.to_string()))
     };

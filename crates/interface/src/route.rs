@@ -70,16 +70,25 @@ pub(crate) enum Target {
         path: PathBuf,
         /// Write the message's FHIR Bundle instead of its bytes.
         fhir: bool,
+        /// `[to_fhir] time_zone`.
+        zone: Option<v2fhir::TimeZone>,
     },
     /// A FHIR server: each message's Bundle, as a transaction, POSTed to its base URL.
     Fhir {
         url: String,
         client: reqwest::Client,
+        /// `[to_fhir] time_zone`.
+        zone: Option<v2fhir::TimeZone>,
     },
 }
 
 impl Target {
-    pub(crate) fn new(config: &RouteConfig, attempt_timeout: Duration) -> Target {
+    /// `zone`: `[to_fhir] time_zone`, for the routes that convert.
+    pub(crate) fn new(
+        config: &RouteConfig,
+        attempt_timeout: Duration,
+        zone: Option<&v2fhir::TimeZone>,
+    ) -> Target {
         if let Some(addr) = &config.mllp {
             Target::Mllp {
                 addr: addr.clone(),
@@ -102,11 +111,13 @@ impl Target {
             Target::Fhir {
                 url: url.trim_end_matches('/').to_string(),
                 client,
+                zone: zone.cloned(),
             }
         } else {
             Target::Dir {
                 path: config.dir.clone().unwrap_or_default(),
                 fhir: config.format.as_deref() == Some("fhir-json"),
+                zone: zone.cloned(),
             }
         }
     }
@@ -132,9 +143,10 @@ impl Target {
                     .map_err(|e| format!("POST {url}: {e}"))?;
                 http_outcome(response).await
             }
-            Target::Dir { path, fhir } => {
+            Target::Dir { path, fhir, zone } => {
                 let fhir = *fhir;
                 let dir = path.clone();
+                let zone = zone.clone();
                 let raw = raw.to_vec();
                 tokio::task::spawn_blocking(move || {
                     let msg = hl7v2::Message::parse(&raw);
@@ -144,7 +156,7 @@ impl Target {
                         .unwrap_or_default();
                     let name = file_name(id, &control, if fhir { "json" } else { "hl7" });
                     if fhir {
-                        let bundle = to_bundle(&msg, v2fhir::BundleType::Message)?;
+                        let bundle = to_bundle(&msg, v2fhir::BundleType::Message, zone.as_ref())?;
                         write_file(&dir, &name, &bundle)
                     } else {
                         write_file(&dir, &name, &raw)
@@ -153,13 +165,15 @@ impl Target {
                 .await
                 .map_err(|e| e.to_string())?
             }
-            Target::Fhir { url, client } => {
+            Target::Fhir { url, client, zone } => {
                 // Conversion is CPU work (tens of microseconds): beside the runtime's I/O threads.
                 let owned = raw.to_vec();
+                let zone = zone.clone();
                 let bundle = tokio::task::spawn_blocking(move || {
                     to_bundle(
                         &hl7v2::Message::parse(&owned),
                         v2fhir::BundleType::Transaction,
+                        zone.as_ref(),
                     )
                 })
                 .await
@@ -238,9 +252,11 @@ async fn http_outcome(response: reqwest::Response) -> Result<String, String> {
 pub(crate) fn to_bundle(
     msg: &hl7v2::Message<'_>,
     bundle: v2fhir::BundleType,
+    time_zone: Option<&v2fhir::TimeZone>,
 ) -> Result<Vec<u8>, String> {
     let options = v2fhir::Options {
         bundle,
+        time_zone,
         ..Default::default()
     };
     v2fhir::convert_json(msg, &options).map_err(|e| e.to_string())

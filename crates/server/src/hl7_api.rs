@@ -66,6 +66,23 @@ pub(crate) fn bundle_type(query: &[(String, String)]) -> Result<v2fhir::BundleTy
     Ok(bundle)
 }
 
+/// The zone of times sent without an offset: the `time_zone` query parameter (an IANA name), else the engine's
+/// `[to_fhir] time_zone`, else none.
+pub(crate) fn time_zone(
+    state: &crate::state::AppState,
+    query: &[(String, String)],
+) -> Result<Option<v2fhir::TimeZone>, ApiError> {
+    match query.iter().rfind(|(k, _)| k == "time_zone") {
+        Some((_, name)) => v2fhir::time_zone(name)
+            .map(Some)
+            .map_err(ApiError::BadRequest),
+        None => Ok(state
+            .engine
+            .as_ref()
+            .and_then(|e| e.config().to_fhir.zone().cloned())),
+    }
+}
+
 /// The request body, or the 413/400 OperationOutcome a client's oversized or broken body deserves; `hint` ends
 /// the 413's text.
 fn read_body(body: Result<Bytes, BytesRejection>, hint: &str) -> Result<Bytes, ApiError> {
@@ -99,12 +116,14 @@ async fn to_fhir(
         .clone()
         .filter(|_| check)
         .map(crate::TerminologyChecker);
+    let zone = time_zone(&state, &query)?;
     let converting = conversion_place().await;
     let bundles = crate::offload::offload(move || {
         let _converting = converting;
         let options = v2fhir::Options {
             bundle,
             checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
+            time_zone: zone.as_ref(),
             ..Default::default()
         };
         convert_all(&body, &options, MAX_BATCH_ANSWER)

@@ -277,6 +277,7 @@ async fn fhir(
     let id = message_id(&id)?;
     let bundle = crate::hl7_api::bundle_type(&query)?;
     let checker = state.terminology.clone().map(crate::TerminologyChecker);
+    let zone = crate::hl7_api::time_zone(&state, &query)?;
     let converting = crate::hl7_api::conversion_place().await;
     let json = blocking(move || {
         let _converting = converting;
@@ -287,6 +288,7 @@ async fn fhir(
         let options = v2fhir::Options {
             bundle,
             checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
+            time_zone: zone.as_ref(),
             ..Default::default()
         };
         Ok(Some(v2fhir::convert_json(

@@ -1572,7 +1572,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                 ),
             }
         }
-        let (node, unfit) = value::convert(self.bump, text, ty);
+        let (node, unfit) = value::convert(self.bump, text, ty, self.opts.time_zone);
         match unfit {
             Some(Unfit::Invalid) => self.note(
                 Severity::Warning,
@@ -1585,7 +1585,14 @@ impl<'m, 'a> Ctx<'m, 'a> {
             Some(Unfit::TimeWithoutZone) => self.note(
                 Severity::Information,
                 path,
-                format_args!("{path}: {text:?} has a time but no time zone; only its date is kept"),
+                format_args!(
+                    "{path}: {text:?} has a time but no time zone, and no zone is set for such times; {}",
+                    if node.is_some() {
+                        "only its date is kept"
+                    } else {
+                        "a FHIR instant needs one: not mapped"
+                    }
+                ),
             ),
             None => {}
         }
@@ -1636,7 +1643,13 @@ impl<'m, 'a> Ctx<'m, 'a> {
                     }
                 }
             }
-            return value::convert(self.bump, self.bump.alloc_str(&text), leaf).0;
+            return value::convert(
+                self.bump,
+                self.bump.alloc_str(&text),
+                leaf,
+                self.opts.time_zone,
+            )
+            .0;
         }
         if row.data_type_map.is_some() {
             let map = dt_map(row)?;

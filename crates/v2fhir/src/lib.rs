@@ -29,6 +29,14 @@ mod tree;
 mod value;
 
 pub use concept_maps::{CONCEPT_MAP_BASE, concept_maps};
+/// An IANA time zone ([`Options::time_zone`]).
+pub use jiff::tz::TimeZone;
+
+/// The IANA time zone `name` (`America/New_York`, `Europe/Berlin`, `UTC`), from the system's time zone database
+/// or, without one, the copy built in; an error that names the zone when there is none of that name.
+pub fn time_zone(name: &str) -> Result<TimeZone, String> {
+    TimeZone::get(name).map_err(|e| format!("time zone {name:?}: {e}"))
+}
 
 /// The kind of Bundle a message becomes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -80,6 +88,11 @@ pub struct Options<'c> {
     /// takes about a hundred times the message's size while it is built (an ORU^R01 of 120,000 OBX, 8 MB,
     /// took 850 MB); a large attachment (a PDF in one OBX-5) takes little more than its own size.
     pub max_memory: usize,
+    /// The zone of times sent without a UTC offset. v2 reads such a time as the sender's local time; FHIR's
+    /// `dateTime` with a time and its `instant` need an offset. With a zone, each such time gets the offset the
+    /// zone had at that time (summer time included); without one, a `dateTime` keeps only its date and an
+    /// `instant` is left out, each reported.
+    pub time_zone: Option<&'c TimeZone>,
 }
 
 /// [`Options::max_memory`] unless set otherwise: an ORU^R01 of 60,000 OBX (4 MB) converts. What is counted is
@@ -92,6 +105,7 @@ impl Default for Options<'_> {
             bundle: BundleType::default(),
             checker: None,
             max_memory: DEFAULT_MAX_MEMORY,
+            time_zone: None,
         }
     }
 }

@@ -5,23 +5,26 @@ use crate::tree::Node;
 use bumpalo::Bump;
 use bumpalo::collections::String as BString;
 use fhir::{JsonKind, TypeShape};
+use jiff::tz::{AmbiguousOffset, TimeZone};
 
 /// Why a value could not be written.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Unfit {
     /// Not a value of the type at all.
     Invalid,
-    /// A time without a zone: FHIR requires one, so only the date is kept.
+    /// A time without a zone: FHIR requires one, so a `dateTime` keeps only its date and an `instant` is left
+    /// out.
     TimeWithoutZone,
 }
 
 /// The FHIR primitive for `text` as `ty`, or why it does not fit. A `TimeWithoutZone` still yields the date.
 /// `text` lives as long as the arena (the message's own text, or a copy in the arena), so that a value written as
-/// it is needs no copy.
+/// it is needs no copy. `zone`: where a time sent without an offset was read (v2: the sender's local time).
 pub(crate) fn convert<'b>(
     bump: &'b Bump,
     text: &'b str,
     ty: TypeShape,
+    zone: Option<&TimeZone>,
 ) -> (Option<Node<'b>>, Option<Unfit>) {
     let text = text.trim();
     if text.is_empty() {
@@ -33,7 +36,7 @@ pub(crate) fn convert<'b>(
             None => (None, Some(Unfit::Invalid)),
         },
         "dateTime" => match dtm(text) {
-            Some(d) => match d.date_time(bump) {
+            Some(d) => match d.date_time(bump, zone) {
                 Some(s) => (Some(Node::Str(s)), None),
                 None => (Some(Node::Str(d.date(bump))), Some(Unfit::TimeWithoutZone)),
             },
@@ -52,8 +55,14 @@ pub(crate) fn convert<'b>(
                 None,
             )
         }
-        "instant" => match dtm(text).and_then(|d| d.instant(bump)) {
-            Some(s) => (Some(Node::Str(s)), None),
+        "instant" => match dtm(text) {
+            Some(d) => match d.instant(bump, zone) {
+                Some(s) => (Some(Node::Str(s)), None),
+                None if d.digits.len() >= 12 && d.zone.is_none() => {
+                    (None, Some(Unfit::TimeWithoutZone))
+                }
+                None => (None, Some(Unfit::Invalid)),
+            },
             None => (None, Some(Unfit::Invalid)),
         },
         "time" => match time(text) {
@@ -186,19 +195,52 @@ impl Dtm<'_> {
         }
     }
 
-    /// `None` when the value has a time but no zone.
-    fn date_time<'b>(&self, bump: &'b Bump) -> Option<&'b str> {
+    /// `None` when the value has a time but no zone, its own or `local`'s.
+    fn date_time<'b>(&self, bump: &'b Bump, local: Option<&TimeZone>) -> Option<&'b str> {
         if self.digits.len() <= 8 {
             return Some(self.date(bump));
         }
-        let zone = self.zone?;
-        Some(self.with_time(zone, bump))
+        let zone = self.offset(local)?;
+        Some(self.with_time(zone.as_str(), bump))
     }
 
     /// An instant needs a zone and at least minutes (seconds default to 00: the v2 value said no more).
-    fn instant<'b>(&self, bump: &'b Bump) -> Option<&'b str> {
+    fn instant<'b>(&self, bump: &'b Bump, local: Option<&TimeZone>) -> Option<&'b str> {
         (self.digits.len() >= 12).then_some(())?;
-        Some(self.with_time(self.zone?, bump))
+        let zone = self.offset(local)?;
+        Some(self.with_time(zone.as_str(), bump))
+    }
+
+    /// The value's own offset (`+HHMM`), else the offset `local` had at the value's clock time. A time that
+    /// a change to summer time skipped, or that its change back repeats, takes the offset in effect before the
+    /// change (the earlier instant; RFC 5545's and Temporal's "compatible" choice). The clock digits are kept
+    /// as sent either way.
+    fn offset(&self, local: Option<&TimeZone>) -> Option<Offset> {
+        if let Some(z) = self.zone {
+            return Offset::parse(z);
+        }
+        let local = local?;
+        let d = self.digits.as_bytes();
+        let num = |a: usize, len: usize| {
+            d.get(a..a + len).map_or(0, |s| {
+                s.iter().fold(0i32, |n, b| n * 10 + i32::from(b - b'0'))
+            })
+        };
+        let civil = jiff::civil::DateTime::new(
+            i16::try_from(num(0, 4)).ok()?,
+            i8::try_from(num(4, 2)).ok()?,
+            i8::try_from(num(6, 2)).ok()?,
+            i8::try_from(num(8, 2)).ok()?,
+            i8::try_from(num(10, 2)).ok()?,
+            i8::try_from(num(12, 2)).ok()?,
+            0,
+        )
+        .ok()?;
+        let offset = match local.to_ambiguous_timestamp(civil).offset() {
+            AmbiguousOffset::Unambiguous { offset } => offset,
+            AmbiguousOffset::Gap { before, .. } | AmbiguousOffset::Fold { before, .. } => before,
+        };
+        Some(Offset::from_seconds(offset.seconds()))
     }
 
     fn with_time<'b>(&self, zone: &str, bump: &'b Bump) -> &'b str {
@@ -222,6 +264,30 @@ impl Dtm<'_> {
         s.push(':');
         s.push_str(&zone[3..]);
         s.into_bump_str()
+    }
+}
+
+/// A UTC offset as v2 writes it, `+HHMM`, kept on the stack.
+struct Offset([u8; 5]);
+
+impl Offset {
+    fn parse(z: &str) -> Option<Offset> {
+        // `dtm` checked the form: a sign and four digits.
+        Some(Offset(z.as_bytes().try_into().ok()?))
+    }
+
+    /// Whole minutes: FHIR's offsets have no seconds (only local mean times before about 1900 had them).
+    fn from_seconds(seconds: i32) -> Offset {
+        let sign = if seconds < 0 { b'-' } else { b'+' };
+        let minutes = seconds.unsigned_abs() / 60;
+        let (h, m) = (minutes / 60, minutes % 60);
+        let digit = |n: u32| b'0' + (n % 10) as u8;
+        Offset([sign, digit(h / 10), digit(h), digit(m / 10), digit(m)])
+    }
+
+    fn as_str(&self) -> &str {
+        // A sign and ASCII digits.
+        std::str::from_utf8(&self.0).unwrap_or("+0000")
     }
 }
 
@@ -304,7 +370,74 @@ mod tests {
     fn conv(text: &str, ty: &str) -> (Option<Node<'static>>, Option<Unfit>) {
         // A leaked arena per call: a handful of small values in a test.
         let bump: &'static Bump = Box::leak(Box::new(Bump::new()));
-        convert(bump, bump.alloc_str(text), TypeShape::named(ty).unwrap())
+        convert(
+            bump,
+            bump.alloc_str(text),
+            TypeShape::named(ty).unwrap(),
+            None,
+        )
+    }
+
+    fn conv_in(text: &str, ty: &str, zone: &str) -> Option<Node<'static>> {
+        let bump: &'static Bump = Box::leak(Box::new(Bump::new()));
+        let zone = TimeZone::get(zone).unwrap();
+        let (node, unfit) = convert(
+            bump,
+            bump.alloc_str(text),
+            TypeShape::named(ty).unwrap(),
+            Some(&zone),
+        );
+        assert_eq!(unfit, None, "{text} as {ty}");
+        node
+    }
+
+    #[test]
+    fn a_time_without_offset_takes_the_offset_its_zone_had_then() {
+        // New York: EST (-05:00) in winter, EDT (-04:00) from 2024-03-10 02:00 (skipped to 03:00) to 2024-11-03
+        // 02:00 (01:00-02:00 repeated).
+        for (v2, fhir) in [
+            ("202401151200", "2024-01-15T12:00:00-05:00"),
+            ("20240715123456", "2024-07-15T12:34:56-04:00"),
+            ("20240310013000", "2024-03-10T01:30:00-05:00"),
+            // Skipped by the change: the offset before it (the same instant as 03:30-04:00).
+            ("20240310023000", "2024-03-10T02:30:00-05:00"),
+            ("20240310033000", "2024-03-10T03:30:00-04:00"),
+            // Repeated: the earlier of the two.
+            ("20241103013000", "2024-11-03T01:30:00-04:00"),
+            ("20241103023000", "2024-11-03T02:30:00-05:00"),
+            // The value's own offset wins.
+            ("20240715123456+0200", "2024-07-15T12:34:56+02:00"),
+            ("20240715123456.25", "2024-07-15T12:34:56.25-04:00"),
+        ] {
+            assert_eq!(
+                conv_in(v2, "dateTime", "America/New_York"),
+                Some(Node::Str(fhir)),
+                "{v2}"
+            );
+        }
+        assert_eq!(
+            conv_in("202407151234", "instant", "America/New_York"),
+            Some(Node::Str("2024-07-15T12:34:00-04:00"))
+        );
+        // Half-hour zones and zones east of UTC; a date alone stays a date.
+        assert_eq!(
+            conv_in("202401151200", "dateTime", "Asia/Kolkata"),
+            Some(Node::Str("2024-01-15T12:00:00+05:30"))
+        );
+        assert_eq!(
+            conv_in("202401151200", "dateTime", "Europe/Berlin"),
+            Some(Node::Str("2024-01-15T12:00:00+01:00"))
+        );
+        assert_eq!(
+            conv_in("20240115", "dateTime", "Europe/Berlin"),
+            Some(Node::Str("2024-01-15"))
+        );
+        // Without a zone an instant needs the value's own offset.
+        assert_eq!(
+            conv("202407151234", "instant"),
+            (None, Some(Unfit::TimeWithoutZone))
+        );
+        assert_eq!(conv("2024071512", "instant"), (None, Some(Unfit::Invalid)));
     }
 
     #[test]

@@ -283,6 +283,40 @@ async fn fhir_route_posts_the_bundle_as_a_transaction_and_dir_routes_write_bundl
     assert_eq!(ids(&written), ids(&bundle));
 }
 
+#[tokio::test]
+async fn routes_that_convert_read_times_without_an_offset_in_the_configured_zone() {
+    let out = tempfile::tempdir().unwrap();
+    let h = Harness::start(&format!(
+        "[to_fhir]\ntime_zone = \"America/Denver\"\n[[route]]\nname = \"bundles\"\ndir = {:?}\nformat = \"fhir-json\"\n",
+        out.path()
+    ))
+    .await;
+    // MSH-7 and OBX-14 without an offset: Denver is on MDT (-06:00) in July and MST (-07:00) in January.
+    let raw = "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240715143000||ORU^R01^ORU_R01|TZ-1|P|2.5\r\
+               PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F\r\
+               OBR|1|ORD1|FIL1|24331-1^Lipid panel^LN\r\
+               OBX|1|NM|2093-3^Cholesterol^LN||182|mg/dL|||||F|||20240115083000\r";
+    let mut c = h.client().await;
+    c.send(raw.as_bytes()).await.unwrap();
+    let id = h.id_of("TZ-1");
+    h.wait_status(id, Status::Delivered).await;
+    let path = out.path().join(format!("{:012}-TZ-1.json", id.0));
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(written["timestamp"], "2024-07-15T14:30:00-06:00");
+    let observation = written["entry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["resource"])
+        .find(|r| r["resourceType"] == "Observation")
+        .expect("an Observation");
+    assert_eq!(
+        observation["effectiveDateTime"],
+        "2024-01-15T08:30:00-07:00"
+    );
+}
+
 #[test]
 fn bad_route_configurations_are_clear_errors() {
     let format_on_mllp = "[[route]]\nname = \"x\"\nmllp = \"h:1\"\nformat = \"fhir-json\"\n";

@@ -450,3 +450,73 @@ async fn a_stored_message_is_shown_with_names_on_request() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
     engine.shutdown().await;
 }
+
+/// `Bundle.timestamp` (MSH-7, an instant) of a JSON Bundle, when it has one.
+fn timestamp(text: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(text).unwrap();
+    v["timestamp"].as_str().map(str::to_string)
+}
+
+#[tokio::test]
+async fn times_without_an_offset_take_the_configured_or_asked_zone() {
+    // MSH-7 `20240101120000` has no offset: without a zone the instant is left out.
+    let message = adt("T1", GOOD_PID, "\r");
+    let (status, _, text) = to_fhir("", "application/fhir+json", message.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(timestamp(&text), None, "{text}");
+    let (status, _, text) = to_fhir(
+        "?time_zone=Europe/Berlin",
+        "application/fhir+json",
+        message.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(
+        timestamp(&text).as_deref(),
+        Some("2024-01-01T12:00:00+01:00")
+    );
+    // An unknown zone is the client's mistake: 400 with an OperationOutcome that names it.
+    let (status, _, text) = to_fhir(
+        "?time_zone=Atlantis/Capital",
+        "application/fhir+json",
+        message.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+    assert!(
+        text.contains("OperationOutcome") && text.contains("Atlantis/Capital"),
+        "{text}"
+    );
+
+    // The engine's `[to_fhir] time_zone` for a stored message's Bundle; the query parameter still wins.
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        interface::EngineConfig::from_toml("[to_fhir]\ntime_zone = \"America/Chicago\"\n").unwrap();
+    let engine = interface::Engine::open(dir.path(), config).unwrap();
+    let id = engine
+        .receive(message.into_bytes().into(), "test")
+        .await
+        .id
+        .unwrap();
+    let (status, _, text) = get(
+        server::router(state_with(&engine)),
+        &format!("/messages/{id}/fhir"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(
+        timestamp(&text).as_deref(),
+        Some("2024-01-01T12:00:00-06:00")
+    );
+    let (status, _, text) = get(
+        server::router(state_with(&engine)),
+        &format!("/messages/{id}/fhir?time_zone=Asia/Kolkata"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(
+        timestamp(&text).as_deref(),
+        Some("2024-01-01T12:00:00+05:30")
+    );
+    engine.shutdown().await;
+}

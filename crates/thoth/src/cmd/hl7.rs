@@ -126,6 +126,11 @@ enum Command {
         /// skipped (the Bundle of a message of many small elements takes about a hundred times its size).
         #[arg(long, value_name = "MIB", default_value_t = v2fhir::DEFAULT_MAX_MEMORY >> 20)]
         max_memory: usize,
+        /// The IANA time zone (`America/Chicago`) of times sent without a UTC offset, which v2 reads as the
+        /// sender's local time: each gets the offset the zone had then. Without it, such a time keeps only its
+        /// date (an `instant` is left out), and the report says so.
+        #[arg(long, value_name = "ZONE", value_parser = v2fhir::time_zone)]
+        time_zone: Option<v2fhir::TimeZone>,
         #[command(flatten)]
         data: DataArg,
     },
@@ -351,6 +356,7 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
             report,
             format,
             max_memory,
+            time_zone,
             data,
         } => {
             let checker = global.with(&data).given_data_dir().map(|dir| {
@@ -369,6 +375,7 @@ pub fn run(global: &GlobalArgs, args: Args) -> anyhow::Result<()> {
                 },
                 checker: checker.as_ref().map(|c| c as &dyn v2fhir::CodeChecker),
                 max_memory: max_memory.saturating_mul(1 << 20),
+                time_zone: time_zone.as_ref(),
             };
             let mut failed = false;
             for file in &files {

@@ -15,6 +15,22 @@ fn the_example_configuration_loads() {
         .unwrap_or_else(|e| panic!("docs/thoth.example.toml: {e}"));
     assert_eq!(config.routes.len(), 4);
     assert!(config.listener_config().is_ok());
+    assert!(config.to_fhir.zone().is_some(), "[to_fhir] time_zone");
+}
+
+#[test]
+fn an_unknown_time_zone_is_a_configuration_error() {
+    let error =
+        interface::EngineConfig::from_toml("[to_fhir]\ntime_zone = \"America/Springfield\"\n")
+            .expect_err("no such zone")
+            .to_string();
+    assert!(
+        error.contains("[to_fhir]") && error.contains("America/Springfield"),
+        "{error}"
+    );
+    let config =
+        interface::EngineConfig::from_toml("[to_fhir]\ntime_zone = \"Europe/Berlin\"\n").unwrap();
+    assert!(config.to_fhir.zone().is_some());
 }
 
 /// The keys a table accepts, from the error the parser gives for an unknown key placed in it.
@@ -91,6 +107,7 @@ fn every_key_the_program_reads_is_documented() {
             "[[kafka_source]]",
             engine_keys("[[kafka_source]]\nnot_a_key = 1\n"),
         ),
+        ("[to_fhir]", engine_keys("[to_fhir]\nnot_a_key = 1\n")),
         ("[auth]", auth_keys("[auth]\nnot_a_key = 1\n")),
         (
             "[[auth.tokens]]",
@@ -110,6 +127,7 @@ fn every_key_the_program_reads_is_documented() {
             "mllp",
             "route",
             "store",
+            "to_fhir",
             "validation"
         ]
         .map(String::from)

@@ -490,3 +490,39 @@ fn to_fhir_reports_a_message_past_the_memory_limit_and_converts_the_others() {
     );
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 3);
 }
+
+#[test]
+fn to_fhir_reads_times_without_an_offset_in_the_time_zone_given() {
+    // MSH-7 20240101120000 (the test's messages) has no offset.
+    let file = adt("Z1", GOOD_PID);
+    let timestamp = |out: &Output| {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let bundle: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        bundle["timestamp"].as_str().map(str::to_string)
+    };
+    let out = thoth(&["to-fhir", "--report", "-"], Some(&file));
+    assert!(out.status.success());
+    assert_eq!(timestamp(&out), None);
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        report.contains("MSH-7") && report.contains("no time zone"),
+        "{report}"
+    );
+    let out = thoth(
+        &["to-fhir", "--time-zone", "Australia/Adelaide", "-"],
+        Some(&file),
+    );
+    assert!(out.status.success());
+    // January is summer in Adelaide: ACDT, +10:30.
+    assert_eq!(
+        timestamp(&out).as_deref(),
+        Some("2024-01-01T12:00:00+10:30")
+    );
+    let out = thoth(
+        &["to-fhir", "--time-zone", "Nowhere/Town", "-"],
+        Some(&file),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("Nowhere/Town"), "{stderr}");
+}

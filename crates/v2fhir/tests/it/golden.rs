@@ -457,3 +457,62 @@ PID|1||X1^^^H^MR||DOE^J||19800101|M|||||555-1234~^NET^^j@x.org~^PRN^PH^^^555^765
         "{telecom:#?}"
     );
 }
+
+#[test]
+fn times_without_an_offset_take_the_configured_zones_offset_at_that_time() {
+    // MSH-7 in summer, OBX-14 in winter, PID-7 a date: none with an offset.
+    let text = "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240715143000||ORU^R01^ORU_R01|Z1|P|2.5\n\
+                PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F\n\
+                OBR|1|ORD1|FIL1|24331-1^Lipid panel^LN\n\
+                OBX|1|NM|2093-3^Cholesterol^LN||182|mg/dL|||||F|||20240115083000\n";
+    let bytes = text.replace('\n', "\r");
+    let msg = hl7v2::Message::parse(bytes.as_bytes());
+    let read = |zone: Option<&v2fhir::TimeZone>| -> (Value, Vec<String>) {
+        let out = v2fhir::convert(
+            &msg,
+            &v2fhir::Options {
+                time_zone: zone,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let notes = out.report_json().lines().map(str::to_string).collect();
+        (serde_json::from_slice(&out.json).unwrap(), notes)
+    };
+
+    // Without a zone: the dateTime keeps its date, the instants are left out, and each is reported.
+    let (b, notes) = read(None);
+    assert_eq!(b.get("timestamp"), None);
+    assert_eq!(resources(&b, "Provenance")[0].get("recorded"), None);
+    let obs = resources(&b, "Observation")[0];
+    assert_eq!(obs["effectiveDateTime"], "2024-01-15");
+    assert!(
+        notes.iter().any(|n| n.contains("OBX-14")
+            && n.contains("no time zone")
+            && n.contains("only its date is kept")),
+        "{notes:#?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("MSH-7") && n.contains("instant needs one")),
+        "{notes:#?}"
+    );
+
+    // Chicago: CDT (-05:00) in July, CST (-06:00) in January; a date stays a date.
+    let chicago = v2fhir::time_zone("America/Chicago").unwrap();
+    let (b, notes) = read(Some(&chicago));
+    assert_eq!(b["timestamp"], "2024-07-15T14:30:00-05:00");
+    assert_eq!(
+        resources(&b, "Provenance")[0]["recorded"],
+        "2024-07-15T14:30:00-05:00"
+    );
+    let obs = resources(&b, "Observation")[0];
+    assert_eq!(obs["effectiveDateTime"], "2024-01-15T08:30:00-06:00");
+    assert_eq!(resources(&b, "Patient")[0]["birthDate"], "1980-03-15");
+    assert!(
+        !notes.iter().any(|n| n.contains("no time zone")),
+        "{notes:#?}"
+    );
+    assert!(v2fhir::time_zone("Mars/Olympus_Mons").is_err());
+}
