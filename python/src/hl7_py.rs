@@ -319,9 +319,15 @@ impl PyMessage {
 
     /// The message as a FHIR R4 Bundle (a plain dict) by the HL7 v2-to-FHIR implementation guide, as
     /// ``thoth hl7 to-fhir`` converts it without a terminology. ``bundle`` is ``"message"``, ``"transaction"``
-    /// or ``"collection"``.
-    #[pyo3(signature = (bundle = "message"))]
-    fn to_fhir<'py>(&self, py: Python<'py>, bundle: &str) -> PyResult<Bound<'py, PyAny>> {
+    /// or ``"collection"``; ``time_zone`` is the IANA zone (``"America/Chicago"``) of times sent without a UTC
+    /// offset (without one, such a time keeps only its date).
+    #[pyo3(signature = (bundle = "message", time_zone = None))]
+    fn to_fhir<'py>(
+        &self,
+        py: Python<'py>,
+        bundle: &str,
+        time_zone: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let bundle = match bundle {
             "message" => v2fhir::BundleType::Message,
             "transaction" => v2fhir::BundleType::Transaction,
@@ -332,8 +338,13 @@ impl PyMessage {
                 )));
             }
         };
+        let zone = time_zone
+            .map(v2fhir::time_zone)
+            .transpose()
+            .map_err(error)?;
         let options = v2fhir::Options {
             bundle,
+            time_zone: zone.as_ref(),
             ..Default::default()
         };
         let json = py

@@ -179,6 +179,12 @@ def test_json_ack_validate_and_fhir():
     assert patient["name"][0]["family"] == "DOE"
     with pytest.raises(thoth.ThothError):
         msg.to_fhir("nope")
+    # MSH-7 without an offset: an instant only in a zone (Chicago: CDT, -05:00, in March after the 10th).
+    assert "timestamp" not in bundle
+    zoned = msg.to_fhir(time_zone="America/Chicago")
+    assert zoned["timestamp"] == "2024-03-15T14:30:00-05:00", zoned["timestamp"]
+    with pytest.raises(thoth.ThothError, match="Nowhere/Land"):
+        msg.to_fhir(time_zone="Nowhere/Land")
 
 
 def test_bad_inputs_never_crash():

@@ -449,7 +449,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
         needs: Needs::Nothing,
         schema: || {
             message_schema(
-                json!({"bundle": {"type": "string", "enum": ["message", "transaction", "collection"], "description": "Bundle type (default message)"}}),
+                json!({"bundle": {"type": "string", "enum": ["message", "transaction", "collection"], "description": "Bundle type (default message)"}, "time_zone": {"type": "string", "description": "IANA time zone (e.g. America/Chicago) of times sent without a UTC offset; default: the server's [to_fhir] time_zone, else such times keep only their date"}}),
                 &["message"],
             )
         },
@@ -622,7 +622,10 @@ fn route_request(name: &str, a: &Args<'_>) -> Option<Result<RouteRequest, ToolEr
                 post(format!("/hl7/validate?{q}"), a.string("message")?)
             }
             "hl7_to_fhir" => {
-                let q = query(&[("bundle", a.opt_string("bundle")?)]);
+                let q = query(&[
+                    ("bundle", a.opt_string("bundle")?),
+                    ("time_zone", a.opt_string("time_zone")?),
+                ]);
                 post(format!("/hl7/to-fhir?{q}"), a.string("message")?)
             }
             _ => return Ok(None),
