@@ -2570,10 +2570,11 @@ fn mix(a: u64, b: u64) -> u64 {
 
 /// The tag of the item a step selects under the item tagged `tag`: the step's name and instance number, and for
 /// `extension` the element the row maps (the guide numbers extensions per segment map, and sometimes gives two
-/// fields the same number: OBX-10, OBX-19 and OBX-30 all write `extension[2]`).
+/// fields the same number: OBX-10, OBX-19 and OBX-30 all write `extension[2]`), unless the map's fields build
+/// that extension together (PID-35 and PID-36's patient-animal: [`crate::maps::Step::shared`]).
 fn step_tag(tag: u64, s: &Step, path: Label<'_>) -> u64 {
     let t = mix(tag, s.key);
-    if s.extension {
+    if s.extension && !s.shared {
         mix(t, path.hash(Fnv::new()).0)
     } else {
         t

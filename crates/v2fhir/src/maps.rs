@@ -25,6 +25,9 @@ pub(crate) struct Step {
     pub(crate) key: u64,
     /// The step is `extension` (whose items are also told apart by the element the row maps).
     pub(crate) extension: bool,
+    /// An `extension` step whose item the map's fields share (see [`share_extensions`]): told apart by its number
+    /// alone.
+    pub(crate) shared: bool,
 }
 
 impl Step {
@@ -57,6 +60,7 @@ impl Step {
             name,
             key: h,
             extension,
+            shared: false,
         }
     }
 }
@@ -588,6 +592,96 @@ fn parse_references(s: &'static str) -> Vec<Reference> {
         .collect()
 }
 
+/// Marks the extension items that several fields of one map build together.
+///
+/// The guide numbers a map's extensions (`extension[6]`), and sometimes gives two fields the same number by
+/// mistake (OBX-10, OBX-19 and OBX-30 all write `extension[2]`, with different URLs): an extension's item is then
+/// told apart by the field as well. Some fields share one on purpose: PID-35 (species) and PID-36 (breed) are the
+/// two parts of one `patient-animal` extension, NTE-3, NTE-5 and NTE-6 the text, author and time of one
+/// Annotation. Such an item is shared when every field that writes it assigns it the same URL and no two fields
+/// write the same element below it (IN1-10 and IN1-49 each write a whole `subscriberId` identifier: two items).
+fn share_extensions(elements: &mut [ElementMap]) {
+    /// The elements a row writes below step `at` of its path: its own steps after it, each extended by the first
+    /// step of every row of its data type map (a map onto an Annotation writes `text`, another its `author`).
+    fn below(elements: &[ElementMap], row: &ElementRow, steps: &[Step], at: usize) -> Vec<String> {
+        // Names and instance numbers (`extension[1]` and `extension[2]` are different elements).
+        let own: Vec<String> = steps[at + 1..]
+            .iter()
+            .map(|s| format!("{}#{:x}", s.name, s.key))
+            .collect();
+        let own = own.join(".");
+        match row.dt {
+            Some(d) => elements[d]
+                .rows
+                .iter()
+                .filter_map(|r| match &r.attr {
+                    // A row without a path writes nothing.
+                    Attr::Path(p) | Attr::NewResource(p) | Attr::InResource(p) => {
+                        p.first().map(|s| format!("{own}/{}", s.name))
+                    }
+                    Attr::Value | Attr::This => Some(format!("{own}/$value")),
+                })
+                .collect(),
+            // A data type map the guide names but does not publish writes nothing.
+            None if row.data_type_map.is_some() => Vec::new(),
+            None => vec![own],
+        }
+    }
+    let mut marks: Vec<(usize, usize, usize)> = Vec::new();
+    for (mi, map) in elements.iter().enumerate() {
+        // Per extension item (the keys of the steps down to it): the rows that write below it, and where.
+        let mut items: HashMap<Vec<u64>, Vec<(usize, usize)>> = HashMap::new();
+        for (ri, row) in map.rows.iter().enumerate() {
+            let (Attr::Path(steps) | Attr::NewResource(steps)) = &row.attr else {
+                continue;
+            };
+            for (at, step) in steps.iter().enumerate() {
+                if step.extension {
+                    let key = steps[..=at].iter().map(|s| s.key).collect();
+                    items.entry(key).or_default().push((ri, at));
+                }
+            }
+        }
+        for rows in items.values() {
+            let mut fields: HashMap<u16, (Option<&Vec<Part>>, Vec<String>)> = HashMap::new();
+            for &(ri, at) in rows {
+                let row = &map.rows[ri];
+                let (Attr::Path(steps) | Attr::NewResource(steps)) = &row.attr else {
+                    continue;
+                };
+                let field = fields.entry(row.first).or_default();
+                if steps.len() == at + 2 && steps[at + 1].name == "url" {
+                    field.0 = row.assignment.as_ref();
+                } else {
+                    field.1.extend(below(elements, row, steps, at));
+                }
+            }
+            if fields.len() < 2 {
+                continue;
+            }
+            let mut urls = fields.values().map(|(url, _)| *url);
+            let first_url = urls.next().flatten();
+            let same_url = first_url.is_some() && urls.all(|u| u == first_url);
+            let mut written = std::collections::HashSet::new();
+            let disjoint = fields.values().all(|(_, leaves)| {
+                leaves
+                    .iter()
+                    .collect::<std::collections::HashSet<_>>()
+                    .iter()
+                    .all(|l| written.insert(*l))
+            });
+            if same_url && disjoint {
+                marks.extend(rows.iter().map(|&(ri, at)| (mi, ri, at)));
+            }
+        }
+    }
+    for (mi, ri, at) in marks {
+        if let Attr::Path(steps) | Attr::NewResource(steps) = &mut elements[mi].rows[ri].attr {
+            steps[at].shared = true;
+        }
+    }
+}
+
 fn compile() -> Maps {
     let mut unparsed = Vec::new();
     let mut elements: Vec<ElementMap> = Vec::new();
@@ -740,6 +834,8 @@ fn compile() -> Maps {
             m.by_first[f].push(i as u32);
         }
     }
+
+    share_extensions(&mut elements);
 
     // Which maps read the segment, through their own conditions or a data type map they apply.
     let mut reads: Vec<bool> = elements
@@ -930,5 +1026,55 @@ fn compile() -> Maps {
         default_maps,
         cond_slots: cond_slots.len(),
         unparsed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(map, element, path)` of every row whose path has a shared extension step.
+    fn shared() -> Vec<String> {
+        let mut out = Vec::new();
+        for m in &maps().elements {
+            for r in &m.rows {
+                if let Attr::Path(steps) | Attr::NewResource(steps) = &r.attr
+                    && steps.iter().any(|s| s.shared)
+                {
+                    let path: Vec<&str> = steps.iter().map(|s| s.name).collect();
+                    out.push(format!("{} {} {}", m.name, r.label, path.join(".")));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn extensions_two_fields_build_together_are_shared_and_others_are_not() {
+        let shared = shared();
+        let has = |map: &str, element: &str| {
+            shared
+                .iter()
+                .any(|s| s.starts_with(&format!("{map} {element} ")))
+        };
+        // One patient-animal extension of species and breed.
+        assert!(
+            has("PID[Patient]", "PID-35") && has("PID[Patient]", "PID-36"),
+            "{shared:#?}"
+        );
+        // One Annotation of NTE-3's text, NTE-5's author and NTE-6's time.
+        for nte in ["NTE-3", "NTE-5", "NTE-6"] {
+            assert!(has("NTE[Appointment-Comment]", nte), "{nte}: {shared:#?}");
+        }
+        // Two whole identifiers (IN1-10, IN1-49), and one number given to extensions of different URLs
+        // (OBX-10, OBX-19, OBX-30; PV2-8 and PV2-38): apart.
+        for (map, element) in [
+            ("IN1[Coverage]", "IN1-10"),
+            ("IN1[Coverage]", "IN1-49"),
+            ("OBX[Observation]", "OBX-19"),
+            ("PV2[Encounter]", "PV2-38"),
+        ] {
+            assert!(!has(map, element), "{map} {element}: {shared:#?}");
+        }
     }
 }

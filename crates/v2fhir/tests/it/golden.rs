@@ -516,3 +516,36 @@ fn times_without_an_offset_take_the_configured_zones_offset_at_that_time() {
     );
     assert!(v2fhir::time_zone("Mars/Olympus_Mons").is_err());
 }
+
+#[test]
+fn species_and_breed_make_one_patient_animal_extension() {
+    // PID-35 (species) and PID-36 (breed): the guide writes both into `extension[6]`, as the `species` and
+    // `breed` parts of one patient-animal extension.
+    let mut pid = "PID|1||12345^^^HOSP^MR||REX^BUDDY||20200315|M".to_string();
+    pid.push_str(&"|".repeat(26));
+    pid.push_str("|448771007^Canis lupus familiaris^SCT|132570004^Golden retriever^SCT");
+    let b = convert(&format!(
+        "MSH|^~\\&|VET|CLINIC|EHR|CLINIC|20240315143000+0100||ADT^A04^ADT_A01|V1|P|2.5\n\
+         EVN|A04|20240315143000+0100\n{pid}\nPV1|1|O\n"
+    ));
+    let patient = resources(&b, "Patient")[0];
+    let animal: Vec<&Value> = patient["extension"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["url"] == "http://hl7.org/fhir/StructureDefinition/patient-animal")
+        .collect();
+    assert_eq!(animal.len(), 1, "{:#}", patient["extension"]);
+    let part = |url: &str| {
+        animal[0]["extension"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["url"] == url)
+            .unwrap_or_else(|| panic!("no {url} in {:#}", animal[0]))["valueCodeableConcept"]["coding"][0]
+            ["code"]
+            .clone()
+    };
+    assert_eq!(part("species"), "448771007");
+    assert_eq!(part("breed"), "132570004");
+}
