@@ -1903,6 +1903,13 @@ impl<'m, 'a> Ctx<'m, 'a> {
                 patient: None,
             });
         }
+        // After the bare resources are left out: an element marked absent is no content.
+        for b in &mut resources {
+            mark_absent(self.bump, b.ty, b.id, &mut b.node, &mut self.notes);
+        }
+        for (id, ty, node) in &mut self.value_resources {
+            mark_absent(self.bump, *ty, id, node, &mut self.notes);
+        }
         self.notes.list = first_of_equal_notes(std::mem::take(&mut self.notes.list));
         resources.sort_by_key(|b| u8::from(!is_header(b)));
         for b in resources {
@@ -2216,6 +2223,96 @@ fn fill_required(ty: TypeShape, id: &str, node: &mut Node<'_>, notes: &mut Notes
             id
         ),
     );
+}
+
+/// Elements FHIR R4 requires that a v2 message often cannot give, with where they sit: `(resource type, parent
+/// element or "" for the resource itself, element, primitive)`.
+/// - MessageHeader.source.endpoint and each destination's: v2 has a network address only from 2.7 (MSH-24 and
+///   MSH-25), which the guide maps; before, the sender is named by application and facility alone.
+/// - Provenance.recorded: an instant, from a segment's time (EVN-2, ORC-9, TXA's), which some segments leave
+///   empty (and which needs a time zone, see [`crate::Options::time_zone`]).
+/// - Observation.code: OBX-3, which some messages leave empty although v2 requires it too.
+const ABSENT_REQUIRED: [(&str, &str, &str, bool); 4] = [
+    ("MessageHeader", "source", "endpoint", true),
+    ("MessageHeader", "destination", "endpoint", true),
+    ("Provenance", "", "recorded", true),
+    ("Observation", "", "code", false),
+];
+
+/// Marks each required element of [`ABSENT_REQUIRED`] the message gave no value with FHIR's data-absent-reason
+/// extension, `unknown` (on `_element` for a primitive): the resource is valid, says that the value is unknown,
+/// and invents none. Each is reported.
+fn mark_absent<'b>(
+    bump: &'b Bump,
+    ty: TypeShape,
+    id: &str,
+    node: &mut Node<'b>,
+    notes: &mut Notes,
+) {
+    let name = ty.name();
+    for &(_, parent, element, primitive) in ABSENT_REQUIRED.iter().filter(|r| r.0 == name) {
+        let unknown = || {
+            let mut ext = Node::obj(bump);
+            ext.member("url", || {
+                Node::Str("http://hl7.org/fhir/StructureDefinition/data-absent-reason")
+            });
+            ext.member("valueCode", || Node::Str("unknown"));
+            let mut holder = Node::obj(bump);
+            holder.member("extension", || Node::Arr(bumpalo::vec![in bump; (0, ext)]));
+            holder
+        };
+        let mark = |obj: &mut Node<'b>| {
+            let Node::Obj(fields) = obj else { return false };
+            let shadow = if primitive {
+                match element {
+                    "endpoint" => "_endpoint",
+                    "recorded" => "_recorded",
+                    _ => return false,
+                }
+            } else {
+                element
+            };
+            if fields.iter().any(|(k, _)| *k == element || *k == shadow) {
+                return false;
+            }
+            fields.push((shadow, unknown()));
+            true
+        };
+        let mut marked = 0;
+        match (parent, &mut *node) {
+            ("", n) => marked += usize::from(mark(n)),
+            (parent, Node::Obj(fields)) => match fields.iter_mut().find(|(k, _)| *k == parent) {
+                Some((_, Node::Arr(items))) => {
+                    for (_, item) in items.iter_mut() {
+                        marked += usize::from(mark(item));
+                    }
+                }
+                Some((_, obj)) => marked += usize::from(mark(obj)),
+                // MessageHeader.source is required itself (MSH-3 empty).
+                None if parent == "source" => {
+                    let mut source = Node::obj(bump);
+                    marked += usize::from(mark(&mut source));
+                    fields.push(("source", source));
+                }
+                None => {}
+            },
+            _ => {}
+        }
+        if marked > 0 {
+            let at = if parent.is_empty() {
+                element.to_string()
+            } else {
+                format!("{parent}.{element}")
+            };
+            notes.add(
+                Severity::Information,
+                name,
+                format_args!(
+                    "{name} {id}: FHIR R4 requires {at} and the message gives none; marked data-absent-reason unknown"
+                ),
+            );
+        }
+    }
 }
 
 /// The system `urn:ietf:rfc:3986` says an identifier's value is a URI. The guide gives it to HD.2 when HD.3 is

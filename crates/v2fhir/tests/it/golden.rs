@@ -549,3 +549,62 @@ fn species_and_breed_make_one_patient_animal_extension() {
     assert_eq!(part("species"), "448771007");
     assert_eq!(part("breed"), "132570004");
 }
+
+#[test]
+fn required_elements_the_message_cannot_give_are_marked_absent_not_invented() {
+    // A 2.5 message has no network addresses (MSH-24/25 came in 2.7), MSH-7 has no offset and no zone is set,
+    // and the second OBX has no OBX-3.
+    let text = "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240715143000||ORU^R01^ORU_R01|A1|P|2.5\n\
+                PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F\n\
+                OBR|1|ORD1|FIL1|24331-1^Lipid panel^LN\n\
+                OBX|1|NM|2093-3^Cholesterol^LN||182|mg/dL|||||F\n\
+                OBX|2|NM|||7|mg/dL|||||F\n";
+    let bytes = text.replace('\n', "\r");
+    let msg = hl7v2::Message::parse(bytes.as_bytes());
+    let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
+    let b: Value = serde_json::from_slice(&out.json).unwrap();
+    let absent = serde_json::json!({"extension": [{
+        "url": "http://hl7.org/fhir/StructureDefinition/data-absent-reason",
+        "valueCode": "unknown"
+    }]});
+    let header = resources(&b, "MessageHeader")[0];
+    assert_eq!(header["source"]["name"], "LAB");
+    assert_eq!(header["source"]["_endpoint"], absent);
+    assert_eq!(header["source"].get("endpoint"), None);
+    for d in header["destination"].as_array().unwrap() {
+        assert_eq!(d["_endpoint"], absent, "{d:#}");
+    }
+    let provenance = resources(&b, "Provenance")[0];
+    assert_eq!(provenance.get("recorded"), None);
+    assert_eq!(provenance["_recorded"], absent);
+    let obs = resources(&b, "Observation");
+    assert_eq!(obs.len(), 2);
+    let coded = obs
+        .iter()
+        .filter(|o| o["code"]["coding"][0]["code"] == "2093-3")
+        .count();
+    let uncoded: Vec<_> = obs.iter().filter(|o| o["code"] == absent).collect();
+    assert_eq!((coded, uncoded.len()), (1, 1), "{obs:#?}");
+    assert_eq!(uncoded[0]["valueQuantity"]["value"], 7);
+    // Each is in the report.
+    let report = out.report_json();
+    for at in [
+        "source.endpoint",
+        "destination.endpoint",
+        "recorded",
+        "requires code",
+    ] {
+        assert!(
+            report
+                .lines()
+                .any(|l| l.contains(at) && l.contains("data-absent-reason")),
+            "{at}: {report}"
+        );
+    }
+
+    // A value the message does give is never marked: MSH-7 with its offset.
+    let b = convert(ORU);
+    let provenance = resources(&b, "Provenance")[0];
+    assert!(provenance["recorded"].is_string(), "{provenance:#}");
+    assert_eq!(provenance.get("_recorded"), None);
+}
