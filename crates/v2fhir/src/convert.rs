@@ -1691,7 +1691,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             if let Some(vocab) = &row.vocabulary {
                 self.map_codings(&mut obj, vocab, path);
             }
-            fix_systems(&mut obj, &mut self.notes, path);
+            fix_systems(leaf, &mut obj, &mut self.notes, path);
             return Some(obj);
         }
         if leaf.json_kind() == fhir::JsonKind::Object {
@@ -2693,9 +2693,21 @@ fn other_choice_present(
     })
 }
 
+/// The object a nested data type map built as `ty`: its coding and identifier systems (see [`fix_systems_in`]),
+/// and for a Quantity its unit code (see [`unit_code_without_system`]).
+fn fix_systems(ty: TypeShape, obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
+    fix_systems_in(obj, notes, path);
+    if matches!(
+        ty.name(),
+        "Quantity" | "SimpleQuantity" | "Duration" | "Age" | "Count" | "Distance"
+    ) {
+        unit_code_without_system(obj, notes, path);
+    }
+}
+
 /// Coding and identifier systems written from CWE.3 or CX.4 inside a nested map: the v2 name (`LN`) becomes the
 /// FHIR URI. A ContactPoint's `system` is a code of its own (`phone`), left as it is.
-fn fix_systems(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
+fn fix_systems_in(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
     const CONTACT_POINT_SYSTEMS: [&str; 7] =
         ["phone", "fax", "email", "pager", "url", "sms", "other"];
     match obj {
@@ -2722,7 +2734,7 @@ fn fix_systems(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
                         }
                     }
                 } else {
-                    fix_systems(v, notes, path);
+                    fix_systems_in(v, notes, path);
                 }
             }
             if drop {
@@ -2733,9 +2745,32 @@ fn fix_systems(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
         }
         Node::Arr(items) => items
             .iter_mut()
-            .for_each(|(_, v)| fix_systems(v, notes, path)),
+            .for_each(|(_, v)| fix_systems_in(v, notes, path)),
         _ => {}
     }
+}
+
+/// A Quantity whose unit code has no system (CWE.3 empty, or a v2 name without a FHIR URI, such as `ISO` in
+/// `beats/min^^ISO`): FHIR's qty-3 forbids the code alone, so it is the unit's text (or goes, when the unit has
+/// one).
+fn unit_code_without_system(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
+    let Node::Obj(fields) = obj else { return };
+    let has = |fields: &[(&str, Node)], name: &str| fields.iter().any(|(k, _)| *k == name);
+    if has(fields, "system") {
+        return;
+    }
+    let Some(i) = fields.iter().position(|(k, _)| *k == "code") else {
+        return;
+    };
+    let (_, code) = fields.remove(i);
+    if !has(fields, "unit") {
+        fields.push(("unit", code));
+    }
+    notes.add(
+        Severity::Information,
+        path,
+        format_args!("{path}: a unit code without a code system is the unit's text"),
+    );
 }
 
 /// The code checks of one conversion: the checker, and the verdict on each (system, code) pair once asked. A

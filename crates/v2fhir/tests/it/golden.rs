@@ -608,3 +608,31 @@ fn required_elements_the_message_cannot_give_are_marked_absent_not_invented() {
     assert!(provenance["recorded"].is_string(), "{provenance:#}");
     assert_eq!(provenance.get("_recorded"), None);
 }
+
+#[test]
+fn a_unit_whose_system_has_no_fhir_uri_is_the_units_text() {
+    // OBX-6 `beats/min^^ISO`: ISO has no FHIR URI, and a Quantity's code needs its system (FHIR's qty-3).
+    let b = convert(
+        "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240315143000+0100||ORU^R01^ORU_R01|U1|P|2.5\n\
+         PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F\n\
+         OBR|1|ORD1|FIL1|8867-4^Heart rate^LN\n\
+         OBX|1|NM|8867-4^Heart rate^LN||60|beats/min^^ISO|||||F\n\
+         OBX|2|NM|2093-3^Cholesterol^LN||182|mg/dL^^UCUM|||||F\n",
+    );
+    let obs = resources(&b, "Observation");
+    let quantity = |code: &str| {
+        obs.iter()
+            .find(|o| o["code"]["coding"][0]["code"] == code)
+            .unwrap()["valueQuantity"]
+            .clone()
+    };
+    let heart = quantity("8867-4");
+    assert_eq!(heart["value"], 60);
+    assert_eq!(heart["unit"], "beats/min");
+    assert_eq!(heart.get("code"), None, "{heart:#}");
+    assert_eq!(heart.get("system"), None, "{heart:#}");
+    // A unit system FHIR knows keeps its code.
+    let chol = quantity("2093-3");
+    assert_eq!(chol["code"], "mg/dL");
+    assert_eq!(chol["system"], "http://unitsofmeasure.org");
+}
