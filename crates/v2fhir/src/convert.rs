@@ -2226,17 +2226,31 @@ fn fill_required(ty: TypeShape, id: &str, node: &mut Node<'_>, notes: &mut Notes
 }
 
 /// Elements FHIR R4 requires that a v2 message often cannot give, with where they sit: `(resource type, parent
-/// element or "" for the resource itself, element, primitive)`.
+/// element or "" for the resource itself, element, the primitive's `_element` or `None` for a complex type)`.
 /// - MessageHeader.source.endpoint and each destination's: v2 has a network address only from 2.7 (MSH-24 and
 ///   MSH-25), which the guide maps; before, the sender is named by application and facility alone.
 /// - Provenance.recorded: an instant, from a segment's time (EVN-2, ORC-9, TXA's), which some segments leave
 ///   empty (and which needs a time zone, see [`crate::Options::time_zone`]).
-/// - Observation.code: OBX-3, which some messages leave empty although v2 requires it too.
-const ABSENT_REQUIRED: [(&str, &str, &str, bool); 4] = [
-    ("MessageHeader", "source", "endpoint", true),
-    ("MessageHeader", "destination", "endpoint", true),
-    ("Provenance", "", "recorded", true),
-    ("Observation", "", "code", false),
+/// - Observation.code and a component's, DiagnosticReport.code: OBX-3, OBR-4, which some messages leave empty
+///   although v2 requires them too.
+/// - Encounter.class: PV1-2, which some messages leave empty.
+///
+/// Not statuses or intents: their bindings are required, and a code is required with them (HAPI's validator
+/// rejects the extension alone: "No code provided"); a status whose value set has `unknown` is `unknown` (see
+/// [`fill_required`]), the others are left out, and the validator reports them.
+const ABSENT_REQUIRED: [(&str, &str, &str, Option<&str>); 7] = [
+    ("MessageHeader", "source", "endpoint", Some("_endpoint")),
+    (
+        "MessageHeader",
+        "destination",
+        "endpoint",
+        Some("_endpoint"),
+    ),
+    ("Provenance", "", "recorded", Some("_recorded")),
+    ("Observation", "", "code", None),
+    ("Observation", "component", "code", None),
+    ("DiagnosticReport", "", "code", None),
+    ("Encounter", "", "class", None),
 ];
 
 /// Marks each required element of [`ABSENT_REQUIRED`] the message gave no value with FHIR's data-absent-reason
@@ -2250,7 +2264,7 @@ fn mark_absent<'b>(
     notes: &mut Notes,
 ) {
     let name = ty.name();
-    for &(_, parent, element, primitive) in ABSENT_REQUIRED.iter().filter(|r| r.0 == name) {
+    for &(_, parent, element, shadow) in ABSENT_REQUIRED.iter().filter(|r| r.0 == name) {
         let unknown = || {
             let mut ext = Node::obj(bump);
             ext.member("url", || {
@@ -2263,15 +2277,7 @@ fn mark_absent<'b>(
         };
         let mark = |obj: &mut Node<'b>| {
             let Node::Obj(fields) = obj else { return false };
-            let shadow = if primitive {
-                match element {
-                    "endpoint" => "_endpoint",
-                    "recorded" => "_recorded",
-                    _ => return false,
-                }
-            } else {
-                element
-            };
+            let shadow = shadow.unwrap_or(element);
             if fields.iter().any(|(k, _)| *k == element || *k == shadow) {
                 return false;
             }
