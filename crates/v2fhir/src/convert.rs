@@ -1599,10 +1599,53 @@ impl<'m, 'a> Ctx<'m, 'a> {
         node
     }
 
+    /// A row's data type map the guide names but does not publish (maps onto a primitive, which read the value
+    /// as it is, were resolved when the maps were compiled): nothing builds the value, and the report says so.
+    /// Out of line, as [`Ctx::element_of_holder`].
+    #[cold]
+    #[inline(never)]
+    fn unpublished(&mut self, row: &ElementRow, path: Label<'_>) {
+        let name = row.data_type_map.as_deref().unwrap_or("");
+        self.note(
+            Severity::Information,
+            path,
+            format_args!("{path}: the guide's data type map {name} is not published; not mapped"),
+        );
+    }
+
+    /// A row whose data type map builds the type that holds the row's element (`ST[CodeableConcept]` for AL1-5's
+    /// `manifestation.text`): the element, taken from what the map builds. Out of line: inlined into
+    /// [`Ctx::value_for`] it cost every conversion some 2% (callgrind), for a rare row.
+    #[inline(never)]
+    fn element_of_holder(
+        &mut self,
+        map: &'static ElementMap,
+        inner: Src<'_, 'a>,
+        steps: &[Step],
+        present: &dyn Fn(&str) -> bool,
+        depth: usize,
+    ) -> Option<Node<'m>> {
+        let holder = map
+            .target
+            .filter(|t| t.json_kind() == fhir::JsonKind::Object)?;
+        let mut obj = Node::obj(self.bump);
+        self.apply_map(map, inner, &mut obj, holder, 0, present, None, depth + 1);
+        let name = steps.last()?.name;
+        let Node::Obj(fields) = obj else { return None };
+        fields
+            .into_iter()
+            .find(|(k, v)| *k == name && !matches!(v, Node::Obj(_) | Node::Arr(_)))
+            .map(|(_, v)| v)
+    }
+
     /// The value a row writes at a path: an assigned constant, a nested data type map's object or primitive, a
     /// Reference, or the element converted to the attribute's primitive type. `(inner, whole)`: the value, and
     /// what it was read from.
+    ///
+    /// Always inlined into its one caller, [`Ctx::apply_map`]: when the compiler left it out of line (as it did
+    /// once it grew by a few rows), every conversion took 2% more instructions (callgrind).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn value_for(
         &mut self,
         row: &ElementRow,
@@ -1652,7 +1695,11 @@ impl<'m, 'a> Ctx<'m, 'a> {
             .0;
         }
         if row.data_type_map.is_some() {
-            let map = dt_map(row)?;
+            let Some(map) = dt_map(row) else {
+                // A map the guide names but does not publish: nothing builds the value.
+                self.unpublished(row, path);
+                return None;
+            };
             if leaf.name() == "Reference" {
                 let url = self.value_resource(map, inner, present, depth)?;
                 let mut r = Node::obj(self.bump);
@@ -1670,6 +1717,10 @@ impl<'m, 'a> Ctx<'m, 'a> {
                     None,
                     depth + 1,
                 );
+                let prim = match prim {
+                    None => self.element_of_holder(map, inner, steps, present, depth),
+                    prim => prim,
+                };
                 return match prim {
                     Some(Node::Str(s)) if row.vocabulary.is_some() => {
                         self.convert_primitive(s, leaf, row, path)
@@ -2226,32 +2277,55 @@ fn fill_required(ty: TypeShape, id: &str, node: &mut Node<'_>, notes: &mut Notes
 }
 
 /// Elements FHIR R4 requires that a v2 message often cannot give, with where they sit: `(resource type, parent
-/// element or "" for the resource itself, element, the primitive's `_element` or `None` for a complex type)`.
+/// element or "" for the resource itself, element, how it holds the mark)`.
 /// - MessageHeader.source.endpoint and each destination's: v2 has a network address only from 2.7 (MSH-24 and
 ///   MSH-25), which the guide maps; before, the sender is named by application and facility alone.
 /// - Provenance.recorded: an instant, from a segment's time (EVN-2, ORC-9, TXA's), which some segments leave
 ///   empty (and which needs a time zone, see [`crate::Options::time_zone`]).
 /// - Observation.code and a component's, DiagnosticReport.code: OBX-3, OBR-4, which some messages leave empty
 ///   although v2 requires them too.
-/// - Encounter.class: PV1-2, which some messages leave empty.
+/// - Encounter.class: PV1-2, which some messages leave empty; an AllergyIntolerance reaction's manifestation.
 ///
 /// Not statuses or intents: their bindings are required, and a code is required with them (HAPI's validator
 /// rejects the extension alone: "No code provided"); a status whose value set has `unknown` is `unknown` (see
 /// [`fill_required`]), the others are left out, and the validator reports them.
-const ABSENT_REQUIRED: [(&str, &str, &str, Option<&str>); 7] = [
-    ("MessageHeader", "source", "endpoint", Some("_endpoint")),
+const ABSENT_REQUIRED: [(&str, &str, &str, Absent); 8] = [
+    (
+        "MessageHeader",
+        "source",
+        "endpoint",
+        Absent::Primitive("_endpoint"),
+    ),
     (
         "MessageHeader",
         "destination",
         "endpoint",
-        Some("_endpoint"),
+        Absent::Primitive("_endpoint"),
     ),
-    ("Provenance", "", "recorded", Some("_recorded")),
-    ("Observation", "", "code", None),
-    ("Observation", "component", "code", None),
-    ("DiagnosticReport", "", "code", None),
-    ("Encounter", "", "class", None),
+    ("Provenance", "", "recorded", Absent::Primitive("_recorded")),
+    ("Observation", "", "code", Absent::Complex),
+    ("Observation", "component", "code", Absent::Complex),
+    ("DiagnosticReport", "", "code", Absent::Complex),
+    ("Encounter", "", "class", Absent::Complex),
+    // AL1-5 empty while AL1-4 gives the reaction's severity.
+    (
+        "AllergyIntolerance",
+        "reaction",
+        "manifestation",
+        Absent::Repeating,
+    ),
 ];
+
+/// How an element of [`ABSENT_REQUIRED`] holds the data-absent-reason extension.
+#[derive(Clone, Copy)]
+enum Absent {
+    /// A primitive: on its `_element` (named here: member names are static).
+    Primitive(&'static str),
+    /// A complex type: in the element itself.
+    Complex,
+    /// A repeating complex type: in one item.
+    Repeating,
+}
 
 /// Marks each required element of [`ABSENT_REQUIRED`] the message gave no value with FHIR's data-absent-reason
 /// extension, `unknown` (on `_element` for a primitive): the resource is valid, says that the value is unknown,
@@ -2264,7 +2338,7 @@ fn mark_absent<'b>(
     notes: &mut Notes,
 ) {
     let name = ty.name();
-    for &(_, parent, element, shadow) in ABSENT_REQUIRED.iter().filter(|r| r.0 == name) {
+    for &(_, parent, element, how) in ABSENT_REQUIRED.iter().filter(|r| r.0 == name) {
         let unknown = || {
             let mut ext = Node::obj(bump);
             ext.member("url", || {
@@ -2277,11 +2351,18 @@ fn mark_absent<'b>(
         };
         let mark = |obj: &mut Node<'b>| {
             let Node::Obj(fields) = obj else { return false };
-            let shadow = shadow.unwrap_or(element);
+            let shadow = match how {
+                Absent::Primitive(shadow) => shadow,
+                Absent::Complex | Absent::Repeating => element,
+            };
             if fields.iter().any(|(k, _)| *k == element || *k == shadow) {
                 return false;
             }
-            fields.push((shadow, unknown()));
+            let value = match how {
+                Absent::Repeating => Node::Arr(bumpalo::vec![in bump; (0, unknown())]),
+                Absent::Primitive(_) | Absent::Complex => unknown(),
+            };
+            fields.push((shadow, value));
             true
         };
         let mut marked = 0;

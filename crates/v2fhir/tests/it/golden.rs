@@ -602,6 +602,24 @@ fn required_elements_the_message_cannot_give_are_marked_absent_not_invented() {
         );
     }
 
+    // An allergy whose AL1-4 gives the reaction's severity and whose AL1-5 gives no manifestation (1..* in R4):
+    // one item, marked; with AL1-5, the reaction as sent.
+    let allergy = |al1: &str| {
+        let b = convert(&format!(
+            "MSH|^~\\&|HIS|H|EHR|H|20240315143000+0100||ADT^A01^ADT_A01|AL|P|2.5\n\
+             EVN|A01|20240315143000+0100\nPID|1||12345^^^H^MR||DOE^JANE||19800315|F\nPV1|1|I\n{al1}\n"
+        ));
+        resources(&b, "AllergyIntolerance")[0]["reaction"][0].clone()
+    };
+    let reaction = allergy("AL1|1|DA|70618^Penicillin^RXNORM|SV");
+    assert_eq!(reaction["severity"], "severe");
+    assert_eq!(reaction["manifestation"], serde_json::json!([absent]));
+    let reaction = allergy("AL1|1|DA|70618^Penicillin^RXNORM|SV|HIVES");
+    assert_eq!(
+        reaction["manifestation"][0]["text"], "HIVES",
+        "{reaction:#}"
+    );
+
     // A value the message does give is never marked: MSH-7 with its offset.
     let b = convert(ORU);
     let provenance = resources(&b, "Provenance")[0];
