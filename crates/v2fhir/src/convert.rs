@@ -1895,6 +1895,9 @@ impl<'m, 'a> Ctx<'m, 'a> {
             tidy(&mut b.node);
             fill_required(b.ty, b.id, &mut b.node, &mut self.notes);
             uri_identifiers(self.bump, &mut b.node, &mut self.notes);
+            if maps().bare_unit_codes.contains(&b.ty) {
+                quantity_units(b.ty, &mut b.node, &mut self.notes, b.ty.name());
+            }
         }
         // Resources built from a value (TQ1's ServiceRequest, XCN's Practitioner) as well.
         for (id, ty, node) in &mut self.value_resources {
@@ -2834,6 +2837,30 @@ fn fix_systems_in(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
             .iter_mut()
             .for_each(|(_, v)| fix_systems_in(v, notes, path)),
         _ => {}
+    }
+}
+
+/// Every Quantity of `node`, a `ty`, through [`unit_code_without_system`]: for the resources whose maps write a
+/// unit code bare ([`crate::maps::Maps::bare_unit_codes`]). Typed, so that a Range's `high` with a code alone is
+/// known for a Quantity.
+fn quantity_units(ty: TypeShape, node: &mut Node, notes: &mut Notes, path: &str) {
+    let Node::Obj(fields) = node else { return };
+    for (k, v) in fields.iter_mut() {
+        let Some(e) = ty.element(k) else { continue };
+        if e.ty.json_kind() != fhir::JsonKind::Object {
+            continue;
+        }
+        let mut one = |v: &mut Node| {
+            if crate::maps::is_quantity(e.ty) {
+                unit_code_without_system(v, notes, Label::plain(path));
+            } else {
+                quantity_units(e.ty, v, notes, path);
+            }
+        };
+        match v {
+            Node::Arr(items) => items.iter_mut().for_each(|(_, it)| one(it)),
+            v => one(v),
+        }
     }
 }
 

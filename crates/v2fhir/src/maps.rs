@@ -360,6 +360,51 @@ pub(crate) struct Maps {
     pub(crate) cond_slots: usize,
     /// Rows whose condition could not be read, as `map element: condition` (listed, never applied).
     pub(crate) unparsed: Vec<String>,
+    /// The resource types whose segment maps write a Quantity's unit `code` with no row for its `system` (RXO-4
+    /// and RXO-12 through `CWE[Code]`): their Quantities are checked when the resource is finished.
+    pub(crate) bare_unit_codes: Vec<TypeShape>,
+}
+
+/// The Quantity types, whose unit code needs its system (FHIR's qty-3).
+pub(crate) fn is_quantity(t: TypeShape) -> bool {
+    matches!(
+        t.name(),
+        "Quantity" | "SimpleQuantity" | "Duration" | "Age" | "Count" | "Distance"
+    )
+}
+
+/// See [`Maps::bare_unit_codes`]: a row that writes `X.code` where X is a Quantity, without a data type map (which
+/// would write the system too), in a map where no row writes `X.system`.
+fn bare_unit_codes(elements: &[ElementMap]) -> Vec<TypeShape> {
+    let mut out = Vec::new();
+    for m in elements {
+        let Some(target) = m.target.filter(|t| t.is_resource()) else {
+            continue;
+        };
+        let parent_of = |row: &ElementRow| {
+            let (Attr::Path(steps), Some(r)) = (&row.attr, &row.resolved) else {
+                return None;
+            };
+            let n = steps.len();
+            (n >= 2 && r.shapes.len() == n && is_quantity(r.shapes[n - 2].ty)).then(|| {
+                (
+                    steps[..n - 1].iter().map(|s| s.key).collect::<Vec<_>>(),
+                    steps[n - 1].name,
+                )
+            })
+        };
+        let written: Vec<(Vec<u64>, &str)> = m.rows.iter().filter_map(&parent_of).collect();
+        let bare = m.rows.iter().any(|r| {
+            r.dt.is_none()
+                && parent_of(r).is_some_and(|(parent, name)| {
+                    name == "code" && !written.iter().any(|(p, n)| *p == parent && *n == "system")
+                })
+        });
+        if bare && !out.contains(&target) {
+            out.push(target);
+        }
+    }
+    out
 }
 
 /// The compiled maps (built on first use, in a few milliseconds).
@@ -1019,7 +1064,9 @@ fn compile() -> Maps {
                 system,
             });
     }
+    let bare_unit_codes = bare_unit_codes(&elements);
     Maps {
+        bare_unit_codes,
         messages,
         elements,
         vocabulary,
@@ -1047,6 +1094,17 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn resources_with_bare_unit_codes_are_known_when_the_maps_compile() {
+        let names: Vec<&str> = maps().bare_unit_codes.iter().map(|t| t.name()).collect();
+        // RXO-4 and RXO-12 write `doseRange.low.code` and `dispenseRequest.quantity.code` through CWE[Code].
+        assert!(names.contains(&"MedicationRequest"), "{names:?}");
+        // OBX-6 goes through CWE[Quantity], which writes the system too; PV1's length of stay has none.
+        for t in ["Observation", "Patient", "Encounter", "MessageHeader"] {
+            assert!(!names.contains(&t), "{t}: {names:?}");
+        }
     }
 
     #[test]

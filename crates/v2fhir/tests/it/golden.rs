@@ -1,6 +1,7 @@
 //! Expectations read against the guide's rows (ORU_R01 message map; PID[Patient], OBR[DiagnosticReport],
 //! OBX[Observation], CWE[CodeableConcept], CQ/NM[Quantity]), not produced by the converter and accepted.
 
+use crate::support::hl7_data;
 use serde_json::Value;
 
 fn convert(text: &str) -> Value {
@@ -653,4 +654,27 @@ fn a_unit_whose_system_has_no_fhir_uri_is_the_units_text() {
     let chol = quantity("2093-3");
     assert_eq!(chol["code"], "mg/dL");
     assert_eq!(chol["system"], "http://unitsofmeasure.org");
+}
+
+#[test]
+fn a_medication_orders_unit_codes_without_a_system_are_the_units_text() {
+    // RXO-4 and RXO-12 map to a Quantity's `code` through CWE[Code], and the guide writes no system for them.
+    let file = hl7_data().join("fhir-converter/RDE-O11-01.hl7");
+    let bytes = std::fs::read(&file).unwrap();
+    let msg = hl7v2::Message::parse(&bytes);
+    let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
+    let b: Value = serde_json::from_slice(&out.json).unwrap();
+    let request = resources(&b, "MedicationRequest")[0];
+    // RXO|...|2||caps^capsule|...|10|caps
+    let low = &request["dosageInstruction"][0]["doseAndRate"][0]["doseRange"]["low"];
+    assert_eq!(
+        (&low["value"], &low["unit"]),
+        (&Value::from(2), &Value::from("caps")),
+        "{low:#}"
+    );
+    assert_eq!(low.get("code"), None);
+    let dispense = &request["dispenseRequest"]["quantity"];
+    assert_eq!(dispense["value"], 10);
+    assert_eq!(dispense["unit"], "caps");
+    assert_eq!(dispense.get("code"), None);
 }
