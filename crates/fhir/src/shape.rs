@@ -47,6 +47,11 @@ impl TypeShape {
             .map(|i| TypeShape(TypeId(i as u16)))
     }
 
+    /// The type's number, dense from 0: an index for tables keyed by type, looked up without hashing.
+    pub fn index(self) -> usize {
+        usize::from(self.0.0)
+    }
+
     /// The definition name of the type.
     pub fn name(self) -> &'static str {
         self.0.def().name

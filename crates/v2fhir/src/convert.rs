@@ -1561,7 +1561,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
     ) -> Option<Node<'m>> {
         let mut text = text;
         if let Some(vocab) = &row.vocabulary {
-            match maps().vocabulary(vocab, text) {
+            match maps().vocabulary(row, text) {
                 Some(m) if !m.code.is_empty() => text = m.code,
                 _ => self.note(
                     Severity::Warning,
@@ -1739,8 +1739,8 @@ impl<'m, 'a> Ctx<'m, 'a> {
                 None,
                 depth + 1,
             );
-            if let Some(vocab) = &row.vocabulary {
-                self.map_codings(&mut obj, vocab, path);
+            if row.vocabulary.is_some() {
+                self.map_codings(&mut obj, row, path);
             }
             fix_systems(leaf, &mut obj, &mut self.notes, path);
             return Some(obj);
@@ -1772,42 +1772,46 @@ impl<'m, 'a> Ctx<'m, 'a> {
 
     /// A vocabulary map on a CodeableConcept or Coding: the v2 code's FHIR coding is put first, the code as sent
     /// kept after it.
-    fn map_codings(&mut self, obj: &mut Node<'m>, vocab: &str, path: Label<'_>) {
+    fn map_codings(&mut self, obj: &mut Node<'m>, row: &ElementRow, path: Label<'_>) {
         let Node::Obj(fields) = obj else { return };
-        let codings: Vec<&mut Node> = match fields.iter_mut().find(|(k, _)| *k == "coding") {
-            Some((_, Node::Arr(items))) => items.iter_mut().map(|(_, n)| n).collect(),
-            _ => vec![obj],
+        // The first coding with a code (a CodeableConcept's, or the Coding itself).
+        let coding = match fields.iter_mut().position(|(k, _)| *k == "coding") {
+            Some(i) => match &mut fields[i].1 {
+                Node::Arr(items) => items
+                    .iter_mut()
+                    .map(|(_, n)| n)
+                    .find(|n| n.get_str("code").is_some()),
+                _ => None,
+            },
+            None => Some(obj),
         };
-        let mut missing = None;
-        for c in codings {
-            let Some(code) = c.get_str("code").map(str::to_string) else {
-                continue;
-            };
-            match maps().vocabulary(vocab, &code) {
-                Some(m) if !m.code.is_empty() => {
-                    let mut mapped = bumpalo::vec![in self.bump;
-                        ("system", Node::Str(m.system)),
-                        ("code", Node::Str(m.code)),
-                    ];
-                    if !m.display.is_empty() {
-                        mapped.push(("display", Node::Str(m.display)));
-                    }
-                    if let Node::Obj(f) = c {
-                        *f = mapped;
-                    }
+        let Some(c) = coding else { return };
+        let Some(code) = c.get_str("code") else {
+            return;
+        };
+        match maps().vocabulary(row, code) {
+            Some(m) if !m.code.is_empty() => {
+                let mut mapped = bumpalo::vec![in self.bump;
+                    ("system", Node::Str(m.system)),
+                    ("code", Node::Str(m.code)),
+                ];
+                if !m.display.is_empty() {
+                    mapped.push(("display", Node::Str(m.display)));
                 }
-                _ => missing = Some(code),
+                if let Node::Obj(f) = c {
+                    *f = mapped;
+                }
             }
-            break;
-        }
-        if let Some(code) = missing {
-            self.notes.add_always(
-                Severity::Information,
-                path,
-                format_args!(
-                    "{path}: code {code:?} is not in the guide's {vocab} map; kept as sent"
-                ),
-            );
+            _ => {
+                let vocab = row.vocabulary.as_deref().unwrap_or_default();
+                self.notes.add_always(
+                    Severity::Information,
+                    path,
+                    format_args!(
+                        "{path}: code {code:?} is not in the guide's {vocab} map; kept as sent"
+                    ),
+                );
+            }
         }
     }
 
@@ -2319,6 +2323,20 @@ const ABSENT_REQUIRED: [(&str, &str, &str, Absent); 8] = [
     ),
 ];
 
+/// Whether a type has elements in [`ABSENT_REQUIRED`]: most have none, and are told apart at once rather than by
+/// a comparison per entry (a test checks the two agree).
+fn has_absent_required(name: &str) -> bool {
+    matches!(
+        name,
+        "MessageHeader"
+            | "Provenance"
+            | "Observation"
+            | "DiagnosticReport"
+            | "Encounter"
+            | "AllergyIntolerance"
+    )
+}
+
 /// How an element of [`ABSENT_REQUIRED`] holds the data-absent-reason extension.
 #[derive(Clone, Copy)]
 enum Absent {
@@ -2341,6 +2359,9 @@ fn mark_absent<'b>(
     notes: &mut Notes,
 ) {
     let name = ty.name();
+    if !has_absent_required(name) {
+        return;
+    }
     for &(_, parent, element, how) in ABSENT_REQUIRED.iter().filter(|r| r.0 == name) {
         let unknown = || {
             let mut ext = Node::obj(bump);
@@ -2389,16 +2410,13 @@ fn mark_absent<'b>(
             _ => {}
         }
         if marked > 0 {
-            let at = if parent.is_empty() {
-                element.to_string()
-            } else {
-                format!("{parent}.{element}")
-            };
+            // Formatted only when information notes are kept.
+            let dot = if parent.is_empty() { "" } else { "." };
             notes.add(
                 Severity::Information,
                 name,
                 format_args!(
-                    "{name} {id}: FHIR R4 requires {at} and the message gives none; marked data-absent-reason unknown"
+                    "{name} {id}: FHIR R4 requires {parent}{dot}{element} and the message gives none; marked data-absent-reason unknown"
                 ),
             );
         }
@@ -2733,7 +2751,8 @@ fn write<'b>(
         // empty object (the member just made) takes the value whole: merged into nothing, it would be the same.
         let fresh = matches!(existing, Node::Obj(f) if f.is_empty());
         match (existing, value) {
-            (slot, v) if fresh => *slot = v,
+            // The empty object replaced is the arena's: nothing to drop.
+            (slot, v) if fresh => std::mem::forget(std::mem::replace(slot, v)),
             (Node::Obj(have), Node::Obj(add)) => {
                 for (k, v) in add {
                     if !have.iter().any(|(hk, _)| *hk == k) {
@@ -2778,8 +2797,12 @@ fn other_choice_present(
     let (Some(base), Node::Obj(fields)) = (choice, node) else {
         return false;
     };
+    // The prefix first: most members are not of the choice at all, and the name lookup is the dear part.
     fields.iter().any(|(k, _)| {
-        *k != name && k.starts_with(base) && t.element(k).is_some_and(|o| o.choice == Some(base))
+        k.len() > base.len()
+            && k.as_bytes()[..base.len()] == *base.as_bytes()
+            && !crate::tree::same(k, name)
+            && t.element(k).is_some_and(|o| o.choice == Some(base))
     })
 }
 
@@ -3033,6 +3056,17 @@ mod tests {
     const ORU: &[u8] = include_bytes!("../../../bench/hl7v2/messages/oru_r01.hl7");
 
     /// `trim_ascii_text` is `str::trim` on ASCII: every ASCII byte around and inside a short text.
+    #[test]
+    fn every_type_with_absent_required_elements_is_marked() {
+        for (ty, ..) in ABSENT_REQUIRED {
+            assert!(
+                has_absent_required(ty),
+                "{ty} is missing from has_absent_required"
+            );
+        }
+        assert!(!has_absent_required("Patient"));
+    }
+
     #[test]
     fn ascii_trim_is_trim() {
         for a in 0u8..128 {

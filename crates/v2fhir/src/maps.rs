@@ -159,6 +159,9 @@ pub(crate) struct ElementRow {
     /// The data type map's index in [`Maps::elements`], when the guide publishes it.
     pub(crate) dt: Option<usize>,
     pub(crate) vocabulary: Option<Box<str>>,
+    /// The vocabulary map's index in [`Maps::vocabulary`], when the guide publishes it: looked up once, when the
+    /// maps are compiled, rather than by name for each code.
+    pub(crate) vocabulary_table: Option<u32>,
     /// A value the row assigns: a literal, or literals and components joined (`"urn:oid:"+HD.2`).
     pub(crate) assignment: Option<Vec<Part>>,
     /// The element's label for reports (`PID-7`, `CX.4`).
@@ -351,8 +354,8 @@ pub(crate) struct Maps {
     pub(crate) messages: HashMap<Box<str>, MessageMap>,
     /// Segment and data type maps; rows refer to them by index.
     pub(crate) elements: Vec<ElementMap>,
-    /// Map → v2 code → FHIR coding.
-    pub(crate) vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped, Fnv>, Fnv>,
+    /// Per vocabulary map (see [`ElementRow::vocabulary_table`]): v2 code → FHIR coding.
+    pub(crate) vocabulary: Vec<HashMap<Box<str>, Mapped, Fnv>>,
     /// For each segment id, the segment map the guide most often applies to it, for messages it does not map:
     /// (resource, map name, map index).
     pub(crate) default_maps: HashMap<Box<str>, Vec<DefaultMap>>,
@@ -440,9 +443,11 @@ impl std::hash::Hasher for FnvHasher {
 pub(crate) type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
 
 impl Maps {
-    /// The FHIR coding a vocabulary map gives a v2 code.
-    pub(crate) fn vocabulary(&self, map: &str, code: &str) -> Option<&Mapped> {
-        self.vocabulary.get(map)?.get(code)
+    /// The FHIR coding a row's vocabulary map gives a v2 code (none when the guide does not publish the map).
+    pub(crate) fn vocabulary(&self, row: &ElementRow, code: &str) -> Option<&Mapped> {
+        self.vocabulary
+            .get(row.vocabulary_table? as usize)?
+            .get(code)
     }
 }
 
@@ -463,42 +468,53 @@ pub(crate) fn required_codes(ty: &str, element: &str) -> Option<&'static [&'stat
     codes.get(key.as_str()).map(|v| &v[..])
 }
 
-/// A required element and what fills it (`patient` or `unknown`).
-type Filled = (&'static str, &'static str);
+/// What FHIR requires of a resource type that the converter fills when the maps leave it out
+/// (`generated/required-elements.tsv`). Asked for every resource a message makes: indexed by the type's number.
+#[derive(Default)]
+struct Required {
+    /// The element that names whose record it is (`subject` of ServiceRequest, `patient` of Immunization).
+    patient: Option<&'static str>,
+    /// The type's `status` is required, and its required value set has `unknown`.
+    status_unknown: bool,
+}
 
-/// The required elements of a resource type that the converter fills when the maps leave them out
-/// (`generated/required-elements.tsv`): (element, what fills it: `patient` or `unknown`). Asked for every resource
-/// a message makes: keyed by the type's number, with FNV.
-fn required_elements(ty: TypeShape) -> &'static [Filled] {
-    static ELEMENTS: OnceLock<HashMap<TypeShape, Vec<Filled>, Fnv>> = OnceLock::new();
-    let elements = ELEMENTS.get_or_init(|| {
-        let mut by_type: HashMap<TypeShape, Vec<Filled>, Fnv> = HashMap::default();
+fn required(ty: TypeShape) -> &'static Required {
+    static BY_TYPE: OnceLock<Vec<Required>> = OnceLock::new();
+    static NONE: Required = Required {
+        patient: None,
+        status_unknown: false,
+    };
+    let by_type = BY_TYPE.get_or_init(|| {
+        let mut by_type: Vec<Required> = Vec::new();
         for r in rows(REQUIRED_ELEMENTS) {
             if let [ty, element, fill] = r[..]
                 && let Some(ty) = TypeShape::resource(ty)
             {
-                by_type.entry(ty).or_default().push((element, fill));
+                if by_type.len() <= ty.index() {
+                    by_type.resize_with(ty.index() + 1, Required::default);
+                }
+                let req = &mut by_type[ty.index()];
+                match fill {
+                    "patient" => req.patient = req.patient.or(Some(element)),
+                    "unknown" if element == "status" => req.status_unknown = true,
+                    _ => {}
+                }
             }
         }
         by_type
     });
-    elements.get(&ty).map_or(&[], |v| &v[..])
+    by_type.get(ty.index()).unwrap_or(&NONE)
 }
 
 /// The element of a resource type that names whose record it is, when FHIR requires it (`subject` of
 /// ServiceRequest, `patient` of Immunization).
 pub(crate) fn required_patient(ty: TypeShape) -> Option<&'static str> {
-    required_elements(ty)
-        .iter()
-        .find(|(_, fill)| *fill == "patient")
-        .map(|(element, _)| *element)
+    required(ty).patient
 }
 
 /// FHIR requires the type's `status`, and its required value set has `unknown`.
 pub(crate) fn status_may_be_unknown(ty: TypeShape) -> bool {
-    required_elements(ty)
-        .iter()
-        .any(|&(element, fill)| element == "status" && fill == "unknown")
+    required(ty).status_unknown
 }
 
 fn rows(text: &'static str) -> impl Iterator<Item = Vec<&'static str>> {
@@ -795,6 +811,7 @@ fn compile() -> Maps {
                     data_type_map: None,
                     dt: None,
                     vocabulary: None,
+                    vocabulary_table: None,
                     assignment: None,
                     label: element,
                     attr_label: "",
@@ -847,6 +864,7 @@ fn compile() -> Maps {
                 data_type_map: opt(dt_map),
                 dt: None,
                 vocabulary: opt(vocab),
+                vocabulary_table: None,
                 assignment,
                 label: element,
                 attr_label,
@@ -1049,20 +1067,27 @@ fn compile() -> Maps {
         }
         default_maps.extend(taken);
     }
-    let mut vocabulary: HashMap<Box<str>, HashMap<Box<str>, Mapped, Fnv>, Fnv> = HashMap::default();
+    let mut vocabulary: Vec<HashMap<Box<str>, Mapped, Fnv>> = Vec::new();
+    let mut vocabulary_index: HashMap<&str, u32> = HashMap::new();
     for r in rows(VOCABULARY) {
         let [map, code, _v2system, _cond, fcode, display, system] = r[..] else {
             continue;
         };
-        vocabulary
-            .entry(map.into())
-            .or_default()
-            .entry(code.into())
-            .or_insert(Mapped {
-                code: fcode,
-                display,
-                system,
-            });
+        let i = *vocabulary_index.entry(map).or_insert_with(|| {
+            vocabulary.push(HashMap::default());
+            (vocabulary.len() - 1) as u32
+        });
+        vocabulary[i as usize].entry(code.into()).or_insert(Mapped {
+            code: fcode,
+            display,
+            system,
+        });
+    }
+    for row in elements.iter_mut().flat_map(|m| m.rows.iter_mut()) {
+        row.vocabulary_table = row
+            .vocabulary
+            .as_deref()
+            .and_then(|v| vocabulary_index.get(v).copied());
     }
     let bare_unit_codes = bare_unit_codes(&elements);
     Maps {

@@ -92,8 +92,9 @@ impl<'b> Node<'b> {
         true
     }
 
-    /// A string member's value.
-    pub(crate) fn get_str(&self, name: &str) -> Option<&str> {
+    /// A string member's value, as the tree holds it (the arena's or a static string: it may be kept while the
+    /// tree changes).
+    pub(crate) fn get_str(&self, name: &str) -> Option<Text<'b>> {
         let Node::Obj(fields) = self else { return None };
         fields
             .iter()
@@ -207,7 +208,7 @@ impl LongArrays {
 
 /// Whether a member name is `name`: most names are the same static string, compared by address first, the
 /// others (a few bytes) in place rather than by `memcmp`.
-fn same(k: &str, name: &str) -> bool {
+pub(crate) fn same(k: &str, name: &str) -> bool {
     k.len() == name.len()
         && (k.as_ptr() == name.as_ptr() || k.bytes().zip(name.bytes()).all(|(a, b)| a == b))
 }

@@ -26,7 +26,11 @@ pub(crate) fn convert<'b>(
     ty: TypeShape,
     zone: Option<&TimeZone>,
 ) -> (Option<Node<'b>>, Option<Unfit>) {
-    let text = text.trim();
+    // Most values are trimmed already (an ASCII letter or digit at each end): `trim`, which decodes characters
+    // from both ends, only for the others.
+    let bytes = text.as_bytes();
+    let trimmed = matches!((bytes.first(), bytes.last()), (Some(a), Some(z)) if a.is_ascii_graphic() && z.is_ascii_graphic());
+    let text = if trimmed { text } else { text.trim() };
     if text.is_empty() {
         return (None, None);
     }
@@ -98,7 +102,8 @@ pub(crate) fn convert<'b>(
                         .bytes()
                         .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
             } else {
-                !text.contains("  ")
+                // Not `contains("  ")`: a substring searcher costs more to set up than these few bytes.
+                !text.as_bytes().windows(2).any(|w| w == b"  ")
             };
             if ok {
                 (Some(Node::Str(text)), None)
