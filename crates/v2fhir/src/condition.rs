@@ -134,8 +134,33 @@ pub(crate) struct Guard {
     pub(crate) r: Ref,
     /// The test passes when the element's first value is one of these.
     pub(crate) any_of: Box<[Box<str>]>,
+    /// `any_of` packed ([`pack`]), the ones short enough: a value is tested by comparing integers.
+    packed: Box<[u128]>,
     /// The test is the whole condition: when it passes, the condition holds.
     pub(crate) decides: bool,
+}
+
+impl Guard {
+    fn new(r: &Ref, any_of: Box<[Box<str>]>) -> Guard {
+        Guard {
+            r: r.clone(),
+            packed: any_of.iter().filter_map(|v| pack(v.as_bytes())).collect(),
+            any_of,
+            decides: true,
+        }
+    }
+}
+
+/// A text of at most 15 bytes as one integer (its bytes, then its length in the last byte): two are equal when
+/// the texts are.
+fn pack(t: &[u8]) -> Option<u128> {
+    if t.len() > 15 {
+        return None;
+    }
+    let mut b = [0u8; 16];
+    b[..t.len()].copy_from_slice(t);
+    b[15] = t.len() as u8;
+    Some(u128::from_le_bytes(b))
 }
 
 /// The first value of a [`Guard`]'s element, as [`Facts::first`] gives it, kept by value (codes are short).
@@ -143,8 +168,8 @@ pub(crate) struct Guard {
 pub(crate) enum GuardValue {
     /// The element is not valued.
     Absent,
-    /// Its text, when it fits.
-    Short { len: u8, bytes: [u8; 15] },
+    /// Its text, when it fits, packed ([`pack`]).
+    Short(u128),
     /// Longer than any code: the condition is evaluated whole.
     Long,
 }
@@ -156,28 +181,17 @@ impl GuardValue {
         facts.first(r, &mut |t| {
             out = match t {
                 None => GuardValue::Absent,
-                Some(t) if t.len() <= 15 => {
-                    let mut bytes = [0; 15];
-                    bytes[..t.len()].copy_from_slice(t.as_bytes());
-                    GuardValue::Short {
-                        len: t.len() as u8,
-                        bytes,
-                    }
-                }
-                Some(_) => GuardValue::Long,
+                Some(t) => pack(t.as_bytes()).map_or(GuardValue::Long, GuardValue::Short),
             }
         });
         out
     }
 
     /// Whether the guard's test passes on this value (`None`: not known from a value this long).
-    pub(crate) fn passes(&self, any_of: &[Box<str>]) -> Option<bool> {
+    pub(crate) fn passes(&self, guard: &Guard) -> Option<bool> {
         match self {
             GuardValue::Absent => Some(false),
-            GuardValue::Short { len, bytes } => {
-                let v = &bytes[..usize::from(*len)];
-                Some(any_of.iter().any(|a| a.as_bytes() == v))
-            }
+            GuardValue::Short(v) => Some(guard.packed.contains(v)),
             GuardValue::Long => None,
         }
     }
@@ -187,16 +201,8 @@ impl Cond {
     /// The condition's leading test of one element against literals, when it has one.
     pub(crate) fn guard(&self) -> Option<Guard> {
         match self {
-            Cond::Equals(r, v) => Some(Guard {
-                r: r.clone(),
-                any_of: Box::new([v.clone()]),
-                decides: true,
-            }),
-            Cond::In(r, list) => Some(Guard {
-                r: r.clone(),
-                any_of: list.clone().into_boxed_slice(),
-                decides: true,
-            }),
+            Cond::Equals(r, v) => Some(Guard::new(r, Box::new([v.clone()]))),
+            Cond::In(r, list) => Some(Guard::new(r, list.clone().into_boxed_slice())),
             Cond::And(a, _) => a.guard().map(|g| Guard {
                 decides: false,
                 ..g
@@ -754,7 +760,7 @@ mod tests {
                 for v in values {
                     let facts = One(&g.r, v.filter(|t| !t.is_empty()));
                     let holds = row.cond.holds(&facts);
-                    match GuardValue::read(&facts, &g.r).passes(&g.any_of) {
+                    match GuardValue::read(&facts, &g.r).passes(g) {
                         Some(false) => assert!(
                             !holds,
                             "{:?} with {v:?}: the guard fails, the condition holds",

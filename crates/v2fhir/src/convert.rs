@@ -1370,7 +1370,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                     v
                 }
             };
-            match value.passes(&g.any_of) {
+            match value.passes(g) {
                 Some(false) => return false,
                 Some(true) if g.decides => return true,
                 _ => {}
@@ -3026,17 +3026,23 @@ fn uuid_v8(bump: &Bump, a: u64, b: u64) -> &str {
     bytes[8..].copy_from_slice(&b.to_be_bytes());
     bytes[6] = (bytes[6] & 0x0f) | 0x80; // version 8
     bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562 variant
-    const HEX: &[u8; 16] = b"0123456789abcdef";
+    // Each byte's two hex digits at once, from a table made at compile time.
+    const PAIRS: [[u8; 2]; 256] = {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut t = [[0u8; 2]; 256];
+        let mut i = 0;
+        while i < 256 {
+            t[i] = [HEX[i >> 4], HEX[i & 0xf]];
+            i += 1;
+        }
+        t
+    };
+    // Where each byte's digits go in `8-4-4-4-12`.
+    const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
     // Written on the stack, then copied into the arena at once.
     let mut s = [b'-'; 36];
-    let mut at = 0;
-    for (i, b) in bytes.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            at += 1;
-        }
-        s[at] = HEX[usize::from(b >> 4)];
-        s[at + 1] = HEX[usize::from(b & 0xf)];
-        at += 2;
+    for (b, at) in bytes.iter().zip(AT) {
+        s[at..at + 2].copy_from_slice(&PAIRS[usize::from(*b)]);
     }
     // Hex digits and dashes: ASCII.
     bump.alloc_str(std::str::from_utf8(&s).unwrap_or_default())
