@@ -54,7 +54,7 @@ struct Ctx<'m, 'a> {
     resources: Vec<Built<'m>>,
     /// The indexes of `resources` by key, in creation order: a row's instance and a link's ends are the newest
     /// of a key, found without walking every resource (a message of thousands of OBX made that quadratic).
-    by_key: Vec<(Key, Vec<usize>)>,
+    by_key: Vec<(Key, BVec<'m, usize>)>,
     /// Resources built from a value (`assigner(Organization)`), deduplicated by content.
     value_resources: Vec<(&'m str, TypeShape, Node<'m>)>,
     bundle: Node<'m>,
@@ -72,12 +72,13 @@ struct Ctx<'m, 'a> {
     value_memo_hashed: HashMap<ValueKey<'a>, Option<&'m str>, FnvBuild>,
     /// The ids of `value_resources` once there are more than [`SCAN_MAX`] (scanned before).
     value_ids: HashSet<&'m str, FnvBuild>,
-    /// Spare row lists for [`Ctx::apply_map`] (which recurses), so that each call does not allocate its own.
-    spare: Vec<Vec<u32>>,
+    /// Spare row lists for [`Ctx::apply_map`] (which recurses), so that each call does not allocate its own. In
+    /// the arena, as the lists themselves: taken from it without a call to the allocator, and given back with it.
+    spare: BVec<'m, BVec<'m, u32>>,
     /// Spare value lists for [`Ctx::apply_map`]: a row's repetitions, read once.
-    spare_values: Vec<Vec<Value<'a>>>,
+    spare_values: BVec<'m, BVec<'m, Value<'a>>>,
     /// Spare lists of the (attribute, element) pairs [`Ctx::apply_map`] wrote.
-    spare_written: Vec<Vec<(&'static str, u16, u16)>>,
+    spare_written: BVec<'m, BVec<'m, (&'static str, u16, u16)>>,
     /// Per segment-only condition ([`ElementRow::cond_slot`]): the segment it was last evaluated for (1-based;
     /// 0 = never) and its value then. Sized on first use.
     conds: Vec<(u32, bool)>,
@@ -230,7 +231,13 @@ impl<'m, 'a> Src<'m, 'a> {
     /// What [`Src::element`] yields, appended to `out`: written out without iterator adaptors, as every row
     /// applied reads its element this way.
     /// `parts`: for a value, its [`child_parts`] (split once for all the rows of its map).
-    fn read_element(&self, first: u16, second: u16, parts: &[Value<'a>], out: &mut Vec<Value<'a>>) {
+    fn read_element(
+        &self,
+        first: u16,
+        second: u16,
+        parts: &[Value<'a>],
+        out: &mut BVec<'_, Value<'a>>,
+    ) {
         let (first, second) = (first as usize, second as usize);
         let mut add = |r: Value<'a>| {
             let v = if second > 0 {
@@ -263,7 +270,7 @@ impl<'m, 'a> Src<'m, 'a> {
 }
 
 /// What [`child`] gives of `v` for 1, 2, ...: its components (of its first repetition), or its subcomponents.
-fn child_parts<'a>(v: Value<'a>, out: &mut Vec<Value<'a>>) {
+fn child_parts<'a>(v: Value<'a>, out: &mut BVec<'_, Value<'a>>) {
     match v.level() {
         Level::Field => {
             if let Some(r) = v.repetition(1) {
@@ -304,7 +311,7 @@ fn other_element<'a>(
 
 /// The rows of `map` that may apply to `src`, in order: those reading a field (component) that is not empty.
 /// `parts`: for a value, its [`child_parts`].
-fn valued_rows(map: &ElementMap, src: Src<'_, '_>, parts: &[Value<'_>], out: &mut Vec<u32>) {
+fn valued_rows(map: &ElementMap, src: Src<'_, '_>, parts: &[Value<'_>], out: &mut BVec<'_, u32>) {
     let mut add = |f: usize, v: Value<'_>| {
         if let Some(rows) = map.by_first.get(f)
             && !rows.is_empty()
@@ -594,8 +601,9 @@ const SPARE_ROOM: usize = 16;
 
 /// A list from `pool`, or a new one with room for `room` items: room for what a map usually has (a data type's
 /// components, the rows of an OBX that apply), so that it is allocated once rather than grown step by step.
-fn spare<T>(pool: &mut Vec<Vec<T>>, room: usize) -> Vec<T> {
-    pool.pop().unwrap_or_else(|| Vec::with_capacity(room))
+fn spare<'m, T>(bump: &'m Bump, pool: &mut BVec<'m, BVec<'m, T>>, room: usize) -> BVec<'m, T> {
+    pool.pop()
+        .unwrap_or_else(|| BVec::with_capacity_in(room, bump))
 }
 
 /// An arena that grew past this for one message is given back rather than kept for the next.
@@ -655,25 +663,26 @@ fn convert_in(
     let sender = msh_text(4);
     let app = msh_text(3);
     let control = msh_text(10);
-    let mut identity = Vec::new();
-    identity.extend_from_slice(app.as_bytes());
-    identity.push(b'|');
-    identity.extend_from_slice(sender.as_bytes());
-    identity.push(b'|');
-    identity.extend_from_slice(control.as_bytes());
+    // `app|sender|control` as one part of the hash, fed in pieces.
+    let mut identity = Fnv::new()
+        .bytes(app.as_bytes())
+        .bytes(b"|")
+        .bytes(sender.as_bytes())
+        .bytes(b"|")
+        .bytes(control.as_bytes());
     if control.is_empty() {
         // Without a control id the message itself is its identity: converting it twice still gives one Bundle.
-        identity.extend_from_slice(&fnv(&[msg.as_bytes()]).to_le_bytes());
+        identity = identity.bytes(&fnv(&[msg.as_bytes()]).to_le_bytes());
     }
     let mut ctx = Ctx {
         msg,
         opts,
         bump,
         text: std::str::from_utf8(msg.as_bytes()).ok(),
-        identity: Fnv::new().part(&identity),
+        identity: identity.end(),
         // About one resource per segment, and a few built from values (no growth copies for most messages).
         resources: Vec::with_capacity(msg.segment_count() + 4),
-        by_key: Vec::new(),
+        by_key: Vec::with_capacity(16),
         value_resources: Vec::with_capacity(8),
         bundle: Node::obj(bump),
         linked: Vec::new(),
@@ -688,9 +697,9 @@ fn convert_in(
         value_memo: Vec::new(),
         value_memo_hashed: HashMap::default(),
         value_ids: HashSet::default(),
-        spare: Vec::new(),
-        spare_values: Vec::new(),
-        spare_written: Vec::new(),
+        spare: BVec::new_in(bump),
+        spare_values: BVec::new_in(bump),
+        spare_written: BVec::new_in(bump),
         conds: Vec::new(),
         segment: 0,
         long: LongArrays::default(),
@@ -1055,7 +1064,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let at = self.resources.len() - 1;
         match self.by_key.iter_mut().find(|(k, _)| k == key) {
             Some((_, list)) => list.push(at),
-            None => self.by_key.push((*key, vec![at])),
+            None => self.by_key.push((*key, bumpalo::vec![in self.bump; at])),
         }
         Some(at)
     }
@@ -1146,7 +1155,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         }
         let msg = self.msg;
         // A value's components, split once for all the rows that read them (and their conditions).
-        let mut parts = spare(&mut self.spare_values, SPARE_ROOM);
+        let mut parts = spare(self.bump, &mut self.spare_values, SPARE_ROOM);
         if let Src::Val(v, _) = src {
             child_parts(v, &mut parts);
         }
@@ -1157,9 +1166,9 @@ impl<'m, 'a> Ctx<'m, 'a> {
             present,
         };
         let mut primitive: Option<Node> = None;
-        let mut written = spare(&mut self.spare_written, SPARE_ROOM);
-        let mut order = spare(&mut self.spare, 4 * SPARE_ROOM);
-        let mut values = spare(&mut self.spare_values, SPARE_ROOM);
+        let mut written = spare(self.bump, &mut self.spare_written, SPARE_ROOM);
+        let mut order = spare(self.bump, &mut self.spare, 4 * SPARE_ROOM);
+        let mut values = spare(self.bump, &mut self.spare_values, SPARE_ROOM);
         valued_rows(map, src, &parts, &mut order);
         // The element last read: a map's rows for one element are neighbours (the OBX map's 25 alternatives for
         // OBX-5), and they read it once.
@@ -1663,7 +1672,12 @@ impl<'m, 'a> Ctx<'m, 'a> {
         }
         let leaf = resolved.leaf(steps)?;
         if let Some(parts) = &row.assignment {
-            let mut text = String::new();
+            // Most assignments are one literal (`VN`, `official`): used as it is, not copied.
+            if let [Part::Lit(l)] = parts[..] {
+                return value::convert(self.bump, l, leaf, self.opts.time_zone).0;
+            }
+            // Joined in the arena, where the value stays.
+            let mut text = bumpalo::collections::String::new_in(self.bump);
             for p in parts {
                 match p {
                     Part::Lit(l) => text.push_str(l),
@@ -1686,13 +1700,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                     }
                 }
             }
-            return value::convert(
-                self.bump,
-                self.bump.alloc_str(&text),
-                leaf,
-                self.opts.time_zone,
-            )
-            .0;
+            return value::convert(self.bump, text.into_bump_str(), leaf, self.opts.time_zone).0;
         }
         if row.data_type_map.is_some() {
             let Some(map) = dt_map(row) else {
