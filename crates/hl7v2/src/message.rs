@@ -376,9 +376,30 @@ impl<'m, 'a> Segment<'m, 'a> {
         })
     }
 
-    /// Fields 1..=field_count in order.
+    /// Fields 1..=field_count in order: what [`Segment::field`] gives for each, read in one pass over the
+    /// segment's spans rather than looked up field by field.
     pub fn fields(&self) -> impl Iterator<Item = Value<'a>> + '_ {
-        (1..=self.field_count()).filter_map(move |n| self.field(n))
+        let msg = self.msg;
+        let spans = msg
+            .segs
+            .get(self.index)
+            .and_then(|s| {
+                msg.spans
+                    .get(s.first as usize + 1..(s.first + s.count) as usize)
+            })
+            .unwrap_or_default();
+        let header = self.is_header();
+        spans.iter().enumerate().map(move |(i, span)| Value {
+            raw: span.slice(msg.buf),
+            offset: span.start,
+            delims: msg.delims,
+            charset: msg.charset,
+            level: if header && i < 2 {
+                Level::Verbatim
+            } else {
+                Level::Field
+            },
+        })
     }
 }
 

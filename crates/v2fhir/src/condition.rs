@@ -75,6 +75,11 @@ pub(crate) trait Facts {
     fn first(&self, r: &Ref, visit: &mut dyn FnMut(Option<&str>)) {
         first_of_values(self, r, visit);
     }
+    /// Whether the referenced element is valued: [`Facts::first`] gives it text. An implementation may know
+    /// without decoding the text.
+    fn valued(&self, r: &Ref) -> bool {
+        first_is(self, r, |_| true)
+    }
     /// A segment with this id is present where the row applies.
     fn segment_present(&self, id: &str) -> bool;
     /// How many of [`Facts::values`] there are (`LST.count`, `COUNT`).
@@ -118,7 +123,7 @@ pub(crate) fn eq_short(a: &str, b: &str) -> bool {
 }
 
 /// Whether the first repetition of `r` exists and satisfies `test`.
-fn first_is(facts: &dyn Facts, r: &Ref, test: impl Fn(&str) -> bool) -> bool {
+pub(crate) fn first_is<F: Facts + ?Sized>(facts: &F, r: &Ref, test: impl Fn(&str) -> bool) -> bool {
     let mut out = false;
     facts.first(r, &mut |t| out = t.is_some_and(&test));
     out
@@ -215,7 +220,7 @@ impl Cond {
     pub(crate) fn holds(&self, facts: &dyn Facts) -> bool {
         match self {
             Cond::Always => true,
-            Cond::Valued(r) => first_is(facts, r, |_| true),
+            Cond::Valued(r) => facts.valued(r),
             Cond::SegmentPresent(s) => facts.segment_present(s),
             Cond::Equals(r, v) => first_is(facts, r, |x| eq_short(x, v)),
             Cond::EqualsRef(a, b) => {

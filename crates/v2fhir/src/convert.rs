@@ -159,7 +159,7 @@ impl<'a> SegView<'a> {
         firsts.clear();
         counts.clear();
         fields.push(None);
-        fields.extend((1..=seg.field_count().min(MAX_FIELDS)).map(|n| seg.field(n)));
+        fields.extend(seg.fields().take(MAX_FIELDS).map(Some));
         SegView {
             id: seg.id(),
             header: seg.is_header(),
@@ -417,27 +417,57 @@ fn text_of(v: Value<'_>) -> Option<Cow<'_, str>> {
     }
 }
 
+impl<'a> SrcFacts<'_, '_, 'a> {
+    /// The component of the value that `r` names (what `element` yields: one value at most), not empty and not
+    /// null.
+    fn component(&self, v: Value<'a>, r: &Ref) -> Option<Value<'a>> {
+        let first = (r.first as usize).checked_sub(1);
+        match first.and_then(|i| self.parts.get(i)) {
+            Some(&c) => Some(c),
+            // The value's parts were not split (facts built elsewhere): found as `child` finds them.
+            None if self.parts.is_empty() => child(v, r.first as usize),
+            None => None,
+        }
+        .and_then(|c| {
+            if r.second > 0 {
+                child(c, r.second as usize)
+            } else {
+                Some(c)
+            }
+        })
+        .filter(|c| !c.is_empty() && !c.is_null())
+    }
+}
+
+/// Whether a value has text ([`text_of`] gives some), known from its bytes when they are printable ASCII and
+/// spaces without an escape (their text is themselves in every character set), decoded otherwise.
+fn has_text(v: Value<'_>, escape: Option<u8>) -> bool {
+    let raw = v.raw();
+    let plain = raw.iter().all(|&b| {
+        (b.is_ascii_graphic() || b.is_ascii_whitespace() || b == 0x0b) && Some(b) != escape
+    });
+    if plain {
+        raw.iter().any(|&b| b.is_ascii_graphic())
+    } else {
+        text_of(v).is_some()
+    }
+}
+
 impl Facts for SrcFacts<'_, '_, '_> {
+    fn valued(&self, r: &Ref) -> bool {
+        if let (None, Src::Val(v, _)) = (&r.segment, self.src) {
+            return self
+                .component(v, r)
+                .is_some_and(|c| has_text(c, self.msg.delimiters().escape));
+        }
+        crate::condition::first_is(self, r, |_| true)
+    }
+
     fn first(&self, r: &Ref, visit: &mut dyn FnMut(Option<&str>)) {
         let view = self.src.view();
         if let (None, Src::Val(v, _)) = (&r.segment, self.src) {
-            // A component of the value (what `element` yields: one value at most), read without the visitor.
-            let first = (r.first as usize).checked_sub(1);
-            let c = match first.and_then(|i| self.parts.get(i)) {
-                Some(&c) => Some(c),
-                // The value's parts were not split (facts built elsewhere): found as `child` finds them.
-                None if self.parts.is_empty() => child(v, r.first as usize),
-                None => None,
-            }
-            .and_then(|c| {
-                if r.second > 0 {
-                    child(c, r.second as usize)
-                } else {
-                    Some(c)
-                }
-            })
-            .filter(|c| !c.is_empty() && !c.is_null());
-            return visit(c.and_then(text_of).as_deref());
+            // A component of the value, read without the visitor.
+            return visit(self.component(v, r).and_then(text_of).as_deref());
         }
         let own = match &r.segment {
             Some(id) => eq_short(view.id, id),
@@ -3079,6 +3109,25 @@ mod tests {
             );
         }
         assert!(!has_absent_required("Patient"));
+    }
+
+    #[test]
+    fn has_text_is_whether_the_text_is_not_blank() {
+        let values = [
+            "", " ", "  \t", "A", " A ", "\x0b", "\x0bx", "\\T\\", "\\X20\\", "\\.br\\", "é",
+            " é ", "\x1c", "\x7f", "a&b", "&", "\u{a0}", "\u{3000}",
+        ];
+        for raw in values {
+            let text = format!("MSH|^~\\&|A|B|C|D|1||ADT^A01|1|P|2.5\rPID|1||{raw}^x");
+            let msg = Message::parse(text.as_bytes());
+            let seg = msg.find_segment(b"PID", 1).unwrap();
+            let c = seg.field(3).and_then(|f| f.component(1)).unwrap();
+            assert_eq!(
+                has_text(c, msg.delimiters().escape),
+                text_of(c).is_some(),
+                "{raw:?}"
+            );
+        }
     }
 
     #[test]

@@ -90,6 +90,20 @@ proptest! {
         }
     }
 
+    /// `Segment::fields` walks the segment's spans in one pass: it must give what `field(n)` gives for each n.
+    #[test]
+    fn fields_are_each_field_in_order(input in hl7ish()) {
+        let msg = Message::parse(&input);
+        for seg in msg.segments() {
+            let by_number: Vec<_> = (1..=seg.field_count()).filter_map(|n| seg.field(n)).collect();
+            let walked: Vec<_> = seg.fields().collect();
+            prop_assert_eq!(walked.len(), by_number.len());
+            for (a, b) in walked.iter().zip(&by_number) {
+                prop_assert!(a.raw() == b.raw() && a.offset() == b.offset() && a.level() == b.level(), "{:?} {:?}", a, b);
+            }
+        }
+    }
+
     #[test]
     fn set_reads_back_and_disturbs_nothing_else(body in "[A-Z0-9 ]{0,12}", value in "[ -~]{0,12}", field in 1usize..6, comp in 1usize..4) {
         let src = format!("MSH|^~\\&|A|B|C|D|1||ADT^A01|1|P|2.5\rPID|1||{body}\rNTE|1||x\\F\\y");
