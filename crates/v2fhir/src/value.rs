@@ -124,12 +124,13 @@ struct Dtm<'a> {
 }
 
 fn dtm(text: &str) -> Option<Dtm<'_>> {
-    let (main, zone) = match text.find(['+', '-']) {
+    // By bytes (all three are ASCII): a `char` pattern's searcher costs more than these few digits.
+    let (main, zone) = match text.bytes().position(|b| b == b'+' || b == b'-') {
         Some(i) if i >= 4 => (&text[..i], Some(&text[i..])),
         _ => (text, None),
     };
-    let (digits, fraction) = match main.split_once('.') {
-        Some((d, f)) => (d, f),
+    let (digits, fraction) = match main.bytes().position(|b| b == b'.') {
+        Some(i) => (&main[..i], &main[i + 1..]),
         None => (main, ""),
     };
     let ok_len = matches!(digits.len(), 4 | 6 | 8 | 10 | 12 | 14);
