@@ -1232,7 +1232,12 @@ impl<'m, 'a> Ctx<'m, 'a> {
             // Rows conditioned by narrative alone: the first applicable alternative for an element and attribute
             // is taken (the guide lists its default first).
             let attr_name = row.attr_label;
-            if row.narrative_only && written.contains(&(attr_name, row.first, row.second)) {
+            // The element first, the attribute's name (compared in place) only when it matches.
+            if row.narrative_only
+                && written.iter().any(|&(a, f, c)| {
+                    f == row.first && c == row.second && crate::tree::same(a, attr_name)
+                })
+            {
                 continue;
             }
             // An extension's `url` is always assigned; a row that leaves it blank (OBX-19) would put the v2 value
