@@ -2843,7 +2843,7 @@ fn other_choice_present(
     // The prefix first: most members are not of the choice at all, and the name lookup is the dear part.
     fields.iter().any(|(k, _)| {
         k.len() > base.len()
-            && k.as_bytes()[..base.len()] == *base.as_bytes()
+            && k.bytes().zip(base.bytes()).all(|(a, b)| a == b)
             && !crate::tree::same(k, name)
             && t.element(k).is_some_and(|o| o.choice == Some(base))
     })
