@@ -244,6 +244,9 @@ fn parse_assignment(s: &'static str) -> Option<Vec<Part>> {
     (!parts.is_empty()).then_some(parts)
 }
 
+/// The guide's narrative assignment for ED.5 (ED[Attachment], ED[DocumentReference]).
+const BASE64_BY_ENCODING: &str = "/convert from A or HEX to binary64/";
+
 /// A segment or data type map: `PID[Patient]`, `CX[Identifier]`.
 #[derive(Debug)]
 pub(crate) struct ElementMap {
@@ -792,8 +795,11 @@ fn compile() -> Maps {
             // An assignment the converter cannot read (`/to be determined by the implementer/` for MSH-10's
             // identifier system) leaves the row to the implementer: without this, the element's own value would be
             // written where the guide meant a constant.
-            let unreadable_assignment =
-                !assign.trim().is_empty() && parse_assignment(assign).is_none();
+            // One such narrative the converter does carry out: an ED's data converted to base64 by its encoding
+            // (`Ctx::base64_binary`, which every base64Binary value from v2 text goes through).
+            let unreadable_assignment = !assign.trim().is_empty()
+                && parse_assignment(assign).is_none()
+                && assign.trim() != BASE64_BY_ENCODING;
             let Some(attr) = attr.filter(|_| !r[4].trim().is_empty() && !unreadable_assignment)
             else {
                 // Rows without a target (or in a form not read) still list the element: the converter

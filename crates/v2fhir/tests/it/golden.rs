@@ -678,3 +678,67 @@ fn a_medication_orders_unit_codes_without_a_system_are_the_units_text() {
     assert_eq!(dispense["unit"], "caps");
     assert_eq!(dispense.get("code"), None);
 }
+
+#[test]
+fn attachment_data_is_base64_whatever_the_v2_encoding() {
+    use base64::Engine as _;
+    let decode = |v: &Value| {
+        base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().unwrap_or_else(|| panic!("no data: {v}")))
+            .unwrap_or_else(|e| panic!("{v} is not base64: {e}"))
+    };
+    // ED.4 says how ED.5 is written: `A` plain text, `Hex`, `Base64` (here with a line break v2 escapes as
+    // `\.br\`); an encoding v2 does not define, or data that is not what ED.4 says, is reported and left out.
+    let text = |data: &str| {
+        format!(
+            "MSH|^~\\&|DOCS|HOSP|EHR|HOSP|20240315143000+0100||MDM^T02^MDM_T02|D1|P|2.5\n\
+             EVN|T02|20240315143000+0100\n\
+             PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F\n\
+             PV1|1|O\n\
+             TXA|1|DI|TX|20240315143000+0100|||||||||DOC1||||AU\n\
+             OBX|1|ED|11488-4^Consult note^LN||{data}||||||F\n"
+        )
+    };
+    let data_of = |b: &Value| {
+        let doc = resources(b, "DocumentReference")[0];
+        doc["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|c| c["attachment"].get("data").cloned())
+    };
+    for (ed, want) in [
+        ("^TEXT^^A^Patient is stable.", &b"Patient is stable."[..]),
+        ("^AP^octet-stream^Hex^48656C6C6f", b"Hello"),
+        ("^AP^PDF^Base64^SGVs\\.br\\bG8=", b"Hello"),
+    ] {
+        let b = convert(&text(ed));
+        let data = data_of(&b).unwrap_or_else(|| panic!("{ed}: no attachment data in {b:#}"));
+        assert_eq!(decode(&data), want, "{ed}");
+    }
+    for ed in [
+        "^AP^PDF^Base64^not base64!",
+        "^AP^octet-stream^Hex^4G",
+        "^AP^PDF^UUENCODE^abc",
+    ] {
+        let bytes = text(ed).replace('\n', "\r");
+        let msg = hl7v2::Message::parse(bytes.as_bytes());
+        let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
+        let b: Value = serde_json::from_slice(&out.json).unwrap();
+        assert_eq!(data_of(&b), None, "{ed}: {b:#}");
+        assert!(
+            out.notes
+                .iter()
+                .any(|n| n.path.ends_with("ED.5") && n.message.contains("not mapped")),
+            "{ed}: {:?}",
+            out.notes
+        );
+    }
+    // A note as an attachment (NTE-3 into DocumentReference.content): its text, encoded.
+    let file = hl7_data().join("fhir-converter/MDM-T02-01.hl7");
+    let bytes = std::fs::read(&file).unwrap();
+    let msg = hl7v2::Message::parse(&bytes);
+    let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
+    let b: Value = serde_json::from_slice(&out.json).unwrap();
+    assert_eq!(decode(&data_of(&b).unwrap()), b"Antibodies Detected");
+}
