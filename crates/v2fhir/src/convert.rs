@@ -2392,6 +2392,7 @@ fn fill_required(ty: TypeShape, id: &str, node: &mut Node<'_>, notes: &mut Notes
 /// element or "" for the resource itself, element, how it holds the mark)`.
 /// - MessageHeader.source.endpoint and each destination's: v2 has a network address only from 2.7 (MSH-24 and
 ///   MSH-25), which the guide maps; before, the sender is named by application and facility alone.
+/// - MessageHeader.event[x]: MSH-9's trigger event (MSG.2), which an `ACK` and a broken MSH leave out.
 /// - Provenance.recorded: an instant, from a segment's time (EVN-2, ORC-9, TXA's), which some segments leave
 ///   empty (and which needs a time zone, see [`crate::Options::time_zone`]).
 /// - Observation.code and a component's, DiagnosticReport.code: OBX-3, OBR-4, which some messages leave empty
@@ -2401,7 +2402,7 @@ fn fill_required(ty: TypeShape, id: &str, node: &mut Node<'_>, notes: &mut Notes
 /// Not statuses or intents: their bindings are required, and a code is required with them (HAPI's validator
 /// rejects the extension alone: "No code provided"); a status whose value set has `unknown` is `unknown` (see
 /// [`fill_required`]), the others are left out, and the validator reports them.
-const ABSENT_REQUIRED: [(&str, &str, &str, Absent); 8] = [
+const ABSENT_REQUIRED: [(&str, &str, &str, Absent); 9] = [
     (
         "MessageHeader",
         "source",
@@ -2415,6 +2416,8 @@ const ABSENT_REQUIRED: [(&str, &str, &str, Absent); 8] = [
         Absent::Primitive("_endpoint"),
     ),
     ("Provenance", "", "recorded", Absent::Primitive("_recorded")),
+    // MSH-9 without a trigger event (`ACK`) or empty: the guide's only event[x] is eventCoding, from MSG.2.
+    ("MessageHeader", "", "eventCoding", Absent::Complex),
     ("Observation", "", "code", Absent::Complex),
     ("Observation", "component", "code", Absent::Complex),
     ("DiagnosticReport", "", "code", Absent::Complex),

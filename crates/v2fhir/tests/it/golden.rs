@@ -621,6 +621,10 @@ fn required_elements_the_message_cannot_give_are_marked_absent_not_invented() {
         "{reaction:#}"
     );
 
+    // An acknowledgment's MSH-9 has no trigger event, and event[x] is required.
+    let b = convert("MSH|^~\\&|NBS|TN|EHR|H|20240315143000+0100||ACK|C1|P|2.5.1\nMSA|AA|A1\n");
+    assert_eq!(resources(&b, "MessageHeader")[0]["eventCoding"], absent);
+
     // A value the message does give is never marked: MSH-7 with its offset.
     let b = convert(ORU);
     let provenance = resources(&b, "Provenance")[0];
