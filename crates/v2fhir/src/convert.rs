@@ -2993,6 +2993,22 @@ fn quantity_units(ty: TypeShape, node: &mut Node, notes: &mut Notes, path: &str)
             v => one(v),
         }
     }
+    // A Range's bound with a unit and no value (RXO-4's unit written to `low` and `high`, RXO-3 empty) bounds
+    // nothing, and FHIR's rng-2 cannot compare it: it goes, and the report says so.
+    if ty.name() == "Range" {
+        fields.retain(|(k, v)| {
+            let bare = matches!(*k, "low" | "high")
+                && matches!(v, Node::Obj(q) if !q.iter().any(|(qk, _)| *qk == "value"));
+            if bare {
+                notes.add(
+                    Severity::Information,
+                    path,
+                    format_args!("{path}: a range's {k} has a unit but no value; left out"),
+                );
+            }
+            !bare
+        });
+    }
 }
 
 /// A Quantity whose unit code has no system (CWE.3 empty, or a v2 name without a FHIR URI, such as `ISO` in

@@ -677,6 +677,9 @@ fn a_medication_orders_unit_codes_without_a_system_are_the_units_text() {
         "{low:#}"
     );
     assert_eq!(low.get("code"), None);
+    // RXO-3 (the maximum) is empty: the range's high, given only RXO-4's unit, bounds nothing and is left out.
+    let range = &request["dosageInstruction"][0]["doseAndRate"][0]["doseRange"];
+    assert_eq!(range.get("high"), None, "{range:#}");
     let dispense = &request["dispenseRequest"]["quantity"];
     assert_eq!(dispense["value"], 10);
     assert_eq!(dispense["unit"], "caps");
