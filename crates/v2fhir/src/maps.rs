@@ -419,7 +419,7 @@ pub(crate) fn maps() -> &'static Maps {
     MAPS.get_or_init(compile)
 }
 
-/// FNV-1a for the maps looked up per value (vocabulary maps by name and code): short keys, which the standard
+/// FNV-1a for the maps looked up per value (a vocabulary map by code): short keys, which the standard
 /// library's SipHash costs more to hash than the lookup's compare. The tables are fixed when the maps compile: a
 /// message's codes are only looked up, never inserted, so no input can crowd a bucket.
 #[derive(Clone, Copy)]
