@@ -2445,6 +2445,21 @@ fn has_absent_required(name: &str) -> bool {
     )
 }
 
+/// An object holding one extension, `{"extension": [{"url": url, value.0: value.1}]}`: a primitive's `_element`
+/// (the v2 code as original text) or a complex element marked data-absent.
+fn with_extension<'b>(
+    bump: &'b Bump,
+    url: &'static str,
+    value: (&'static str, &'b str),
+) -> Node<'b> {
+    let mut ext = Node::obj(bump);
+    ext.member("url", || Node::Str(url));
+    ext.member(value.0, || Node::Str(value.1));
+    let mut holder = Node::obj(bump);
+    holder.member("extension", || Node::Arr(bumpalo::vec![in bump; (0, ext)]));
+    holder
+}
+
 /// How an element of [`ABSENT_REQUIRED`] holds the data-absent-reason extension.
 #[derive(Clone, Copy)]
 enum Absent {
@@ -2472,14 +2487,11 @@ fn mark_absent<'b>(
     }
     for &(_, parent, element, how) in ABSENT_REQUIRED.iter().filter(|r| r.0 == name) {
         let unknown = || {
-            let mut ext = Node::obj(bump);
-            ext.member("url", || {
-                Node::Str("http://hl7.org/fhir/StructureDefinition/data-absent-reason")
-            });
-            ext.member("valueCode", || Node::Str("unknown"));
-            let mut holder = Node::obj(bump);
-            holder.member("extension", || Node::Arr(bumpalo::vec![in bump; (0, ext)]));
-            holder
+            with_extension(
+                bump,
+                "http://hl7.org/fhir/StructureDefinition/data-absent-reason",
+                ("valueCode", "unknown"),
+            )
         };
         let mark = |obj: &mut Node<'b>| {
             let Node::Obj(fields) = obj else { return false };
@@ -2823,13 +2835,11 @@ fn write<'b>(
                 return;
             }
             node.set_if_absent(last.name, Node::Str("unknown"));
-            let mut ext = Node::obj(bump);
-            ext.member("url", || {
-                Node::Str("http://hl7.org/fhir/StructureDefinition/originalText")
-            });
-            ext.member("valueString", || Node::Str(code));
-            let mut prim = Node::obj(bump);
-            prim.member("extension", || Node::Arr(bumpalo::vec![in bump; (0, ext)]));
+            let prim = with_extension(
+                bump,
+                "http://hl7.org/fhir/StructureDefinition/originalText",
+                ("valueString", code),
+            );
             node.set_if_absent(bump.alloc_str(&format!("_{}", last.name)), prim);
             return;
         }
@@ -2918,10 +2928,7 @@ fn other_choice_present(
 /// and for a Quantity its unit code (see [`unit_code_without_system`]).
 fn fix_systems(ty: TypeShape, obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
     fix_systems_in(obj, notes, path);
-    if matches!(
-        ty.name(),
-        "Quantity" | "SimpleQuantity" | "Duration" | "Age" | "Count" | "Distance"
-    ) {
+    if crate::maps::is_quantity(ty) {
         unit_code_without_system(obj, notes, path);
     }
 }
@@ -3185,7 +3192,6 @@ mod tests {
 
     const ORU: &[u8] = include_bytes!("../../../bench/hl7v2/messages/oru_r01.hl7");
 
-    /// `trim_ascii_text` is `str::trim` on ASCII: every ASCII byte around and inside a short text.
     #[test]
     fn every_type_with_absent_required_elements_is_marked() {
         for (ty, ..) in ABSENT_REQUIRED {
@@ -3216,6 +3222,7 @@ mod tests {
         }
     }
 
+    /// `trim_ascii_text` is `str::trim` on ASCII: every ASCII byte around and inside a short text.
     #[test]
     fn ascii_trim_is_trim() {
         for a in 0u8..128 {
