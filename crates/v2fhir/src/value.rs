@@ -83,15 +83,17 @@ pub(crate) fn convert<'b>(
             None => (None, Some(Unfit::Invalid)),
         },
         "integer" | "positiveInt" | "unsignedInt" => {
-            let ok = text.parse::<i64>().is_ok_and(|n| match ty.name() {
+            let n = text.parse::<i64>().ok().filter(|&n| match ty.name() {
                 "positiveInt" => n > 0,
                 "unsignedInt" => n >= 0,
                 _ => i32::try_from(n).is_ok(),
             });
-            if ok {
-                (Some(Node::Num(text.trim_start_matches('+'))), None)
-            } else {
-                (None, Some(Unfit::Invalid))
+            match n {
+                // Written as sent when FHIR (and JSON) would write it so; `002`, `+5`, `-0` as the number they
+                // are: JSON has no leading zeros or plus sign, and a Bundle with them is not JSON.
+                Some(_) if canonical_integer(text) => (Some(Node::Num(text)), None),
+                Some(n) => (Some(Node::Num(bump.alloc_str(&n.to_string()))), None),
+                None => (None, Some(Unfit::Invalid)),
             }
         }
         "code" | "id" => {
@@ -318,6 +320,18 @@ fn time(text: &str) -> Option<String> {
 
 /// FHIR's decimal grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`; v2 NM allows a leading `+` and
 /// leading zeros, which are dropped.
+/// Whether an integer's text is as FHIR writes it (`[0]|-?[1-9][0-9]*`), so that it can be written as it is.
+fn canonical_integer(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty()
+        && digits.bytes().all(|c| c.is_ascii_digit())
+        && if digits.starts_with('0') {
+            text == "0"
+        } else {
+            true
+        }
+}
+
 fn decimal<'b>(bump: &'b Bump, text: &'b str) -> Option<&'b str> {
     let (neg, rest) = match text.as_bytes().first()? {
         b'-' => (true, &text[1..]),
@@ -484,5 +498,21 @@ mod tests {
         assert_eq!(conv("1e", "decimal"), (None, Some(Unfit::Invalid)));
         assert_eq!(conv("Y", "boolean").0, Some(Node::Bool(true)));
         assert_eq!(conv("0", "positiveInt"), (None, Some(Unfit::Invalid)));
+        // Integers too (PID-25 `002` became `"multipleBirthInteger":002`, which is not JSON: found by the fuzz
+        // target `v2fhir_convert`).
+        for (v2, ty, fhir) in [
+            ("2", "integer", "2"),
+            ("002", "integer", "2"),
+            ("+5", "integer", "5"),
+            ("-0", "integer", "0"),
+            ("-07", "integer", "-7"),
+            ("0", "integer", "0"),
+            ("0010", "positiveInt", "10"),
+            ("00", "unsignedInt", "0"),
+        ] {
+            assert_eq!(conv(v2, ty).0, Some(Node::Num(fhir)), "{v2} {ty}");
+        }
+        assert_eq!(conv("000", "positiveInt"), (None, Some(Unfit::Invalid)));
+        assert_eq!(conv("2147483648", "integer"), (None, Some(Unfit::Invalid)));
     }
 }
