@@ -307,8 +307,9 @@ impl<'a> DelimiterScan<'a> {
                 let mut tail = [0u8; BLOCK];
                 let rest = self.buf.get(base..).unwrap_or_default();
                 tail[..rest.len()].copy_from_slice(rest);
-                // Zero bytes are never delimiters (the field separator cannot be NUL), so padding adds no bits.
-                full_block_mask(&tail, self.fs)
+                // The padding's bits are cleared: a message may declare NUL its field separator (`MSH\0`), and
+                // the padding's zero bytes would be delimiters past the end of the buffer.
+                full_block_mask(&tail, self.fs) & ((1u64 << rest.len()) - 1)
             }
         }
     }
@@ -513,9 +514,20 @@ mod tests {
         #[test]
         fn block_scan_finds_exactly_the_delimiters(
             buf in proptest::collection::vec(prop::sample::select(b"|#\r\nA^\0\xff".to_vec()), 0..300),
-            fs in prop::sample::select(b"|#".to_vec()),
+            // NUL too: a message may declare it (`MSH\0`), and the padded tail is zeros.
+            fs in prop::sample::select(b"|#\0".to_vec()),
         ) {
             prop_assert_eq!(DelimiterScan::new(&buf, fs).collect::<Vec<_>>(), naive(&buf, fs));
         }
+    }
+
+    /// NUL as the field separator: the padding of the last block once read as delimiters past the end, and
+    /// parsing panicked (found by the fuzz target `v2fhir_convert`).
+    #[test]
+    fn a_nul_field_separator_parses() {
+        let bytes = b"MSH\0\0\0\x13||||000||~||";
+        let msg = crate::Message::parse(bytes);
+        assert_eq!(msg.encode(), bytes);
+        assert_eq!(msg.segment_count(), 1);
     }
 }
