@@ -48,6 +48,8 @@ struct Ctx<'m, 'a> {
     /// The message's bytes as text, when they are UTF-8: a plain value's text is then a slice of it, found
     /// without checking its bytes again.
     text: Option<&'a str>,
+    /// The bytes a plain value holds (see [`first_text_plain`]), by the message's delimiters.
+    plain: PlainBytes,
     /// Identity of the message for ids: sender and control id.
     /// The hash of the identity, the first part of every id's hash.
     identity: Fnv,
@@ -709,6 +711,7 @@ fn convert_in(
         opts,
         bump,
         text: std::str::from_utf8(msg.as_bytes()).ok(),
+        plain: PlainBytes::new(msg.delimiters()),
         identity: identity.end(),
         // About one resource per segment, and a few built from values (no growth copies for most messages).
         resources: Vec::with_capacity(msg.segment_count() + 4),
@@ -1582,7 +1585,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         ty: TypeShape,
         path: Label<'_>,
     ) -> Option<Node<'m>> {
-        let text = self.arena_text(first_text_plain(v, self.msg.delimiters(), self.text));
+        let text = self.arena_text(first_text_plain(v, &self.plain, self.text));
         // The row's own FHIR type, when it names a primitive (`CWE[code]`'s `$value` is a `code`).
         let ty = row.fhir_primitive.unwrap_or(ty);
         self.convert_primitive(text, ty, row, path)
@@ -1793,7 +1796,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             // nowhere.
             return None;
         }
-        let mut text = first_text_plain(v, self.msg.delimiters(), self.text);
+        let mut text = first_text_plain(v, &self.plain, self.text);
         if steps.last().is_some_and(|s| s.name == "system") && leaf.name() == "uri" {
             match system_uri(&text) {
                 Some(u) => text = Cow::Borrowed(u),
@@ -2664,20 +2667,9 @@ fn query_escape(s: &str) -> String {
 /// [`first_text`], sooner for a value of ASCII bytes without a separator or the escape character (most values):
 /// its first component and subcomponent are the whole value, and its text is its bytes, sliced from the
 /// message's `text` when the message is UTF-8 (no second check of the bytes).
-fn first_text_plain<'a>(
-    v: Value<'a>,
-    d: &hl7v2::Delimiters,
-    text: Option<&'a str>,
-) -> Cow<'a, str> {
+fn first_text_plain<'a>(v: Value<'a>, plain: &PlainBytes, text: Option<&'a str>) -> Cow<'a, str> {
     let raw = v.raw();
-    let plain = raw.iter().all(|&b| {
-        b.is_ascii()
-            && b != d.component
-            && b != d.repetition
-            && Some(b) != d.subcomponent
-            && Some(b) != d.escape
-    });
-    if plain {
+    if raw.iter().all(|&b| plain.0[usize::from(b)]) {
         // The value's bytes are the message's at its offset (checked: a value may come from elsewhere).
         let (at, len) = (v.offset(), raw.len());
         let sliced = text
@@ -2688,6 +2680,29 @@ fn first_text_plain<'a>(
         }
     }
     first_text(v)
+}
+
+/// The bytes of a plain value: ASCII other than the component, repetition and subcomponent separators and the
+/// escape character, by table (one load per byte rather than five comparisons).
+struct PlainBytes([bool; 256]);
+
+impl PlainBytes {
+    fn new(d: &hl7v2::Delimiters) -> PlainBytes {
+        let mut t = [false; 256];
+        t[..128].fill(true);
+        for b in [
+            Some(d.component),
+            Some(d.repetition),
+            d.subcomponent,
+            d.escape,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            t[usize::from(b)] = false;
+        }
+        PlainBytes(t)
+    }
 }
 
 /// `str::trim` of ASCII text, by bytes: what `trim` removes from ASCII is tab to carriage return and space.
