@@ -325,11 +325,7 @@ fn canonical_integer(text: &str) -> bool {
     let digits = text.strip_prefix('-').unwrap_or(text);
     !digits.is_empty()
         && digits.bytes().all(|c| c.is_ascii_digit())
-        && if digits.starts_with('0') {
-            text == "0"
-        } else {
-            true
-        }
+        && (!digits.starts_with('0') || text == "0")
 }
 
 fn decimal<'b>(bump: &'b Bump, text: &'b str) -> Option<&'b str> {
