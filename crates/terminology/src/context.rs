@@ -197,13 +197,10 @@ impl<'a> Ctx<'a> {
             match (served.next(), served.next()) {
                 (Some((_, cs)), None) => return Some(cs.clone()),
                 // Nothing serves `url` and the request brought no resources (every GET, every code the v2-to-FHIR
-                // converter checks): the registry's versions of `url` are the lists below (a URL and version is
-                // there once), picked in place without making them.
+                // converter checks): the registry's versions of `url` are the lists below, and the registry keeps
+                // the one `pick_cs` chooses from them.
                 (None, _) if self.overlay.is_empty() => {
-                    let versions = self.base.code_system_versions(url);
-                    if versions.iter().all(|c| c.content != Content::Supplement) {
-                        return pick_cs(versions, None).cloned();
-                    }
+                    return self.base.latest_code_system(url).cloned();
                 }
                 _ => {}
             }

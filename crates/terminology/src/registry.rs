@@ -53,6 +53,9 @@ impl Kind {
 #[derive(Debug, Default, Clone)]
 pub struct Registry {
     code_systems: HashMap<String, Vec<Arc<CodeSystem>>>,
+    /// The version of each code system that a request without a version gets (see
+    /// [`Registry::latest_code_system`]), chosen when its versions change rather than per request.
+    latest_code_systems: HashMap<String, Arc<CodeSystem>>,
     value_sets: HashMap<String, Vec<Arc<Value>>>,
     concept_maps: HashMap<String, Vec<Arc<Value>>>,
     /// Every resource in load order, for search and read by id.
@@ -81,11 +84,24 @@ impl Registry {
         let replaced = match kind {
             Kind::CodeSystem => {
                 let cs = Arc::new(CodeSystem::from_json(resource.clone()));
-                let list = self.code_systems.entry(url).or_default();
+                let list = self.code_systems.entry(url.clone()).or_default();
                 let before = list.len();
                 list.retain(|c| c.version != version);
                 let replaced = list.len() != before;
                 list.push(cs);
+                let candidates: Vec<&Arc<CodeSystem>> = (list.iter())
+                    .filter(|c| c.content != crate::codesystem::Content::Supplement)
+                    .collect();
+                let latest = pick(
+                    &candidates,
+                    None,
+                    |c| c.version.as_deref(),
+                    |c| c.resource["date"].as_str(),
+                );
+                match latest {
+                    Some(&c) => self.latest_code_systems.insert(url, c.clone()),
+                    None => self.latest_code_systems.remove(&url),
+                };
                 replaced
             }
             Kind::ValueSet | Kind::ConceptMap => {
@@ -143,6 +159,13 @@ impl Registry {
     /// All versions of a code system.
     pub fn code_system_versions(&self, url: &str) -> &[Arc<CodeSystem>] {
         self.code_systems.get(url).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The version of code system `url` that a request naming no version gets, supplements left out: the latest
+    /// by `pick`'s order (version, then date), as `pick` over [`Registry::code_system_versions`] would choose.
+    /// The v2-to-FHIR converter's code checks ask for it once per code.
+    pub fn latest_code_system(&self, url: &str) -> Option<&Arc<CodeSystem>> {
+        self.latest_code_systems.get(url)
     }
 
     /// All versions of a value set.
@@ -327,5 +350,63 @@ mod tests {
         assert_eq!(r.value_set_versions("http://x/vs/7").len(), 2);
         assert_eq!(r.code_system_versions("http://x/vs/7").len(), 1);
         assert!(!r.add(json!({"resourceType": "Patient"})));
+    }
+
+    #[test]
+    fn the_latest_code_system_kept_is_the_one_pick_chooses_as_versions_come_and_go() {
+        let cs = |version: Option<&str>, date: Option<&str>, content: &str, title: &str| {
+            let mut v = json!({"resourceType": "CodeSystem", "url": "http://x/cs", "content": content, "title": title});
+            if let Some(version) = version {
+                v["version"] = json!(version);
+            }
+            if let Some(date) = date {
+                v["date"] = json!(date);
+            }
+            v
+        };
+        let mut r = Registry::new();
+        // What a request without a version gets, chosen anew among the non-supplements each time.
+        let chosen = |r: &Registry| {
+            let all: Vec<_> = (r.code_system_versions("http://x/cs").iter())
+                .filter(|c| c.content != crate::codesystem::Content::Supplement)
+                .collect();
+            pick(
+                &all,
+                None,
+                |c| c.version.as_deref(),
+                |c| c.resource["date"].as_str(),
+            )
+            .map(|c| c.resource["title"].clone())
+        };
+        let kept = |r: &Registry| {
+            r.latest_code_system("http://x/cs")
+                .map(|c| c.resource["title"].clone())
+        };
+        assert_eq!(kept(&r), None);
+        r.add(cs(Some("1.0.0"), None, "supplement", "a supplement"));
+        assert_eq!(
+            kept(&r),
+            None,
+            "a supplement alone is no code system to check codes in"
+        );
+        let steps = [
+            cs(Some("1.0.0"), Some("2020-01-01"), "complete", "1.0.0"),
+            cs(Some("2.0.0"), Some("2019-01-01"), "complete", "2.0.0"),
+            cs(Some("1.5.0"), Some("2024-01-01"), "complete", "1.5.0"),
+            cs(
+                Some("2.0.0"),
+                Some("2021-01-01"),
+                "fragment",
+                "2.0.0 replaced",
+            ),
+            cs(Some("3.0.0"), None, "supplement", "a later supplement"),
+            cs(None, Some("2025-01-01"), "complete", "unversioned"),
+        ];
+        for step in steps {
+            r.add(step);
+            assert!(kept(&r).is_some());
+            assert_eq!(kept(&r), chosen(&r));
+        }
+        assert_eq!(kept(&r), Some(json!("2.0.0 replaced")));
     }
 }

@@ -337,27 +337,9 @@ impl LoincProvider {
         s.display(i)
     }
 
-    /// The first value of property `code` of concept `i`, as `Concept::property` reads the compiled concept
-    /// (found by the code's string id: the other properties are not decoded).
-    fn first_property(&self, i: u32, code: &str) -> Option<StoredProperty<'_>> {
-        self.store.property_values(i, code).next()
-    }
-
     /// `Concept::is_inactive` of the compiled concept `i`: `inactive = true`, or a retired or inactive status.
     fn compiled_inactive(&self, i: u32) -> bool {
-        if let Some(p) = self.first_property(i, "inactive") {
-            return p.kind == PropKind::Boolean && p.value == "true";
-        }
-        matches!(
-            self.first_property(i, "status").map(|p| p.value),
-            Some("retired" | "inactive")
-        )
-    }
-
-    /// `Concept::is_deprecated` of the compiled concept `i` (LOINC concepts have no extensions).
-    fn compiled_deprecated(&self, i: u32) -> bool {
-        self.first_property(i, "status")
-            .is_some_and(|p| p.value == "deprecated")
+        self.store.status_flags(i).0
     }
 
     fn keep(&self, candidates: Vec<u32>, property: &str, test: impl Fn(&str) -> bool) -> Vec<u32> {
@@ -598,7 +580,7 @@ impl CodeSystemProvider for LoincProvider {
     /// status: its display, as the compiled concept gives it.
     fn plain_display(&self, code: &str) -> Option<Option<String>> {
         let i = self.store.find_exact(code)?;
-        if self.compiled_inactive(i) || self.compiled_deprecated(i) {
+        if self.store.status_flags(i) != (false, false) {
             return None;
         }
         Some(self.store.display(i).map(str::to_string))

@@ -220,6 +220,10 @@ pub struct LoincStore {
     stats: LoincStats,
     len: usize,
     property_ids: std::collections::HashMap<String, u32>,
+    /// The string ids of the `inactive` and `status` property codes ([`NONE`] when no concept has one), found
+    /// once: [`LoincStore::status_flags`] reads them for every code a terminology check asks about.
+    inactive_id: u32,
+    status_id: u32,
 }
 
 impl std::fmt::Debug for LoincStore {
@@ -320,13 +324,16 @@ impl LoincStore {
                 .collect(),
         };
         let len = sections[Sec::Concepts as usize].1 / 12;
-        let property_ids = meta["property_ids"]
+        let property_ids: std::collections::HashMap<String, u32> = meta["property_ids"]
             .as_object()
             .into_iter()
             .flatten()
             .filter_map(|(k, v)| Some((k.clone(), u32::try_from(v.as_u64()?).ok()?)))
             .collect();
+        let id_of = |code: &str| property_ids.get(code).copied().unwrap_or(NONE);
         Ok(LoincStore {
+            inactive_id: id_of("inactive"),
+            status_id: id_of("status"),
             property_ids,
             shell: meta["shell"].clone(),
             stats,
@@ -493,7 +500,33 @@ impl LoincStore {
             .filter_map(move |p| self.property_at(p))
     }
 
-    fn property_at(&self, p: usize) -> Option<StoredProperty<'_>> {
+    /// Whether concept `i` is inactive and whether it is deprecated, as `Concept::is_inactive` and
+    /// `Concept::is_deprecated` read a concept's properties (the first `inactive`, else the first `status`
+    /// retired or inactive; the first `status` deprecated), in one walk of them that decodes only those two.
+    pub fn status_flags(&self, i: u32) -> (bool, bool) {
+        let (mut inactive, mut status) = (None, None);
+        for p in self.range(Sec::PropStarts, i) {
+            let code = self.word(Sec::Props, p * 4);
+            if code == NONE {
+                continue;
+            }
+            if code == self.inactive_id && inactive.is_none() {
+                inactive = self
+                    .property_value_at(p)
+                    .map(|(kind, value)| kind == PropKind::Boolean && value == "true");
+            } else if code == self.status_id && status.is_none() {
+                status = self.property_value_at(p).map(|(_, value)| value);
+            }
+            if inactive.is_some() && status.is_some() {
+                break;
+            }
+        }
+        let inactive = inactive.unwrap_or(matches!(status, Some("retired" | "inactive")));
+        (inactive, status == Some("deprecated"))
+    }
+
+    /// The kind and value of stored property `p` (its code and display not decoded).
+    fn property_value_at(&self, p: usize) -> Option<(PropKind, &str)> {
         let kind = PropKind::from_u32(self.word(Sec::Props, p * 4 + 1))?;
         let raw = self.word(Sec::Props, p * 4 + 2);
         let value = match kind {
@@ -506,6 +539,11 @@ impl LoincStore {
             }
             _ => self.str(raw).unwrap_or_default(),
         };
+        Some((kind, value))
+    }
+
+    fn property_at(&self, p: usize) -> Option<StoredProperty<'_>> {
+        let (kind, value) = self.property_value_at(p)?;
         Some(StoredProperty {
             code: self.str(self.word(Sec::Props, p * 4)).unwrap_or_default(),
             kind,
