@@ -211,18 +211,20 @@ fn benches(c: &mut Criterion) {
         server::TerminologyChecker(terminology(&conformance, &dir.path().join("unknown.store")));
     assert_results(&valid, &unknown);
     // For profilers: `V2FHIR_CHECKS_LOOP=N` converts the ORU^R01 N times with the valid checker (the unknown one
-    // with `V2FHIR_CHECKS_LOOP=N,unknown`) and stops
+    // with `V2FHIR_CHECKS_LOOP=N,unknown`, no checker with `N,none`) and stops
     // (`valgrind --tool=callgrind --toggle-collect='*TerminologyChecker*check*' target/release/deps/v2fhir_checks-*`).
     if let Ok(spec) = std::env::var("V2FHIR_CHECKS_LOOP") {
         let (n, variant) = spec.split_once(',').unwrap_or((&spec, "valid"));
-        let n: u32 = n.parse().expect("V2FHIR_CHECKS_LOOP=N or N,unknown");
-        let checker = if variant == "unknown" {
-            &unknown
-        } else {
-            &valid
+        let n: u32 = n
+            .parse()
+            .expect("V2FHIR_CHECKS_LOOP=N, N,unknown or N,none");
+        let checker = match variant {
+            "unknown" => Some(&unknown),
+            "none" => None,
+            _ => Some(&valid),
         };
         for _ in 0..n {
-            black_box(convert(black_box(ORU), Some(checker)));
+            black_box(convert(black_box(ORU), checker));
         }
         return;
     }

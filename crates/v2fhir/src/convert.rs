@@ -3091,9 +3091,13 @@ impl<'c> Checks<'c> {
     fn verdict(&mut self, system: &str, code: &str) -> &CodeCheck {
         let mut start = 0;
         let mut found = None;
+        let text = self.text.as_bytes();
         for (i, &(system_end, code_end, _)) in self.seen.iter().enumerate() {
-            // The code first: codes are short and differ early, systems share long prefixes.
-            if &self.text[system_end..code_end] == code && &self.text[start..system_end] == system {
+            // The code first: codes are short and differ early, systems share long prefixes. Compared as bytes
+            // (no test of character boundaries: the ends are the pushed strings').
+            if text[system_end..code_end] == *code.as_bytes()
+                && text[start..system_end] == *system.as_bytes()
+            {
                 found = Some(i);
                 break;
             }
@@ -3117,30 +3121,50 @@ impl<'c> Checks<'c> {
 /// Checks every coding (`coding` items, `class`) against the terminology: fills a missing display from the code
 /// system, reports a code that is not valid (kept as sent).
 fn check_codes(node: &mut Node, checks: &mut Checks<'_>, notes: &mut Notes, at: &str) {
+    // Only objects and arrays are walked into: most members are strings, and a call for each cost as much as the
+    // checks of the ORU^R01's codings.
+    let walked = |v: &Node| matches!(v, Node::Obj(_) | Node::Arr(_));
     match node {
         Node::Obj(fields) => {
             for (k, v) in fields.iter_mut() {
-                let is_coding_list = *k == "coding";
                 match v {
-                    Node::Arr(items) if is_coding_list => {
+                    Node::Arr(items) if crate::tree::same(k, "coding") => {
                         for (_, c) in items.iter_mut() {
                             check_one(c, checks, notes, at);
                         }
                     }
-                    Node::Obj(_) if *k == "class" => check_one(v, checks, notes, at),
-                    _ => check_codes(v, checks, notes, at),
+                    Node::Obj(_) if crate::tree::same(k, "class") => {
+                        check_one(v, checks, notes, at)
+                    }
+                    _ if walked(v) => check_codes(v, checks, notes, at),
+                    _ => {}
                 }
             }
         }
-        Node::Arr(items) => items
-            .iter_mut()
-            .for_each(|(_, v)| check_codes(v, checks, notes, at)),
+        Node::Arr(items) => {
+            for (_, v) in items.iter_mut() {
+                if walked(v) {
+                    check_codes(v, checks, notes, at);
+                }
+            }
+        }
         _ => {}
     }
 }
 
 fn check_one(c: &mut Node, checks: &mut Checks<'_>, notes: &mut Notes, at: &str) {
-    let (Some(system), Some(code)) = (c.get_str("system"), c.get_str("code")) else {
+    let Node::Obj(fields) = c else { return };
+    // The coding's system, code and display, in one pass over its members.
+    let (mut system, mut code, mut has_display) = (None, None, false);
+    for (k, v) in fields.iter() {
+        match (k.as_bytes(), v) {
+            (b"system", Node::Str(s)) => system = Some(*s),
+            (b"code", Node::Str(s)) => code = Some(*s),
+            (b"display", _) => has_display = true,
+            _ => {}
+        }
+    }
+    let (Some(system), Some(code)) = (system, code) else {
         return;
     };
     // Every occurrence is reported: the notes' de-duplication keeps the first of equal ones, as before the memo.
@@ -3148,14 +3172,11 @@ fn check_one(c: &mut Node, checks: &mut Checks<'_>, notes: &mut Notes, at: &str)
         CodeCheck::NotLoaded => {}
         CodeCheck::Valid { display } => {
             if let Some(d) = display
-                && c.get_str("display").is_none()
+                && !has_display
             {
                 // The arena the coding's members live in.
-                let bump = match c {
-                    Node::Obj(f) => f.bump(),
-                    _ => return,
-                };
-                c.set_if_absent("display", Node::Str(bump.alloc_str(d)));
+                let bump = fields.bump();
+                fields.push(("display", Node::Str(bump.alloc_str(d))));
             }
         }
         CodeCheck::Invalid { message } => notes.add(
