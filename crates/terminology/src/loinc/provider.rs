@@ -573,7 +573,9 @@ impl CodeSystemProvider for LoincProvider {
 
     /// `compile` keeps the codes `find` finds.
     fn lacks(&self, code: &str) -> bool {
-        self.store.find(code).is_none()
+        // `find` without its exact search first: a code found exactly is found ignoring case too, and a check
+        // asks here only after `plain_display`'s exact search missed.
+        self.store.find_any_case(code).is_none()
     }
 
     /// A code spelled as stored, neither deprecated (`inactive`, reported for LOINC) nor of a deprecated

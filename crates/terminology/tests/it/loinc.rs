@@ -555,7 +555,12 @@ fn a_code_is_found_ignoring_case_and_an_unknown_one_is_not() {
         .collect();
     assert!(codes.len() > 300, "{} codes", codes.len());
     for code in &codes {
-        for spelled in [code.to_lowercase(), code.to_uppercase()] {
+        // `lacks` searches ignoring case only: a code spelled as stored must be found so too.
+        assert!(
+            !terminology::CodeSystemProvider::lacks(&*provider, code),
+            "{code}"
+        );
+        for spelled in [code.clone(), code.to_lowercase(), code.to_uppercase()] {
             let i = store
                 .find_any_case(&spelled)
                 .unwrap_or_else(|| panic!("{spelled} not found"));
@@ -568,5 +573,9 @@ fn a_code_is_found_ignoring_case_and_an_unknown_one_is_not() {
     }
     for bogus in ["", "0", "6690-2x", "lp", "zz-9", "Σ-1", "ß"] {
         assert_eq!(store.find_any_case(bogus), None, "{bogus}");
+        assert!(
+            terminology::CodeSystemProvider::lacks(&*provider, bogus),
+            "{bogus}"
+        );
     }
 }
