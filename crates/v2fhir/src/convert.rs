@@ -2290,33 +2290,45 @@ fn extension_complete(it: &Node<'_>) -> bool {
 fn tidy(n: &mut Node<'_>) -> bool {
     match n {
         Node::Obj(fields) => {
-            fields.retain_mut(|(k, v)| {
-                let array = matches!(v, Node::Arr(_));
-                if array && (*k == "extension" || *k == "modifierExtension") {
-                    if let Node::Arr(items) = v {
+            // Each member tidied in place, and the list rebuilt only when one came out empty (as in `prune`).
+            let mut empty = false;
+            for (k, v) in fields.iter_mut() {
+                empty |= match v {
+                    Node::Str(s) => s.is_empty(),
+                    Node::Num(_) | Node::Bool(_) => false,
+                    Node::Arr(items) if *k == "extension" || *k == "modifierExtension" => {
                         for (_, it) in items.iter_mut() {
                             clean_extensions(it);
                             it.prune();
                         }
                         items.retain(|(_, it)| extension_complete(it));
+                        drop_identifiers_without_value(v);
+                        v.prune()
                     }
-                    drop_identifiers_without_value(v);
-                    !v.prune()
-                } else if array && *k == "identifier" {
-                    clean_extensions(v);
-                    if let Node::Arr(items) = v {
-                        items.retain(|(_, it)| it.get_str("value").is_some());
+                    Node::Arr(_) if *k == "identifier" => {
+                        clean_extensions(v);
+                        if let Node::Arr(items) = v {
+                            items.retain(|(_, it)| it.get_str("value").is_some());
+                        }
+                        drop_identifiers_without_value(v);
+                        v.prune()
                     }
-                    drop_identifiers_without_value(v);
-                    !v.prune()
-                } else {
-                    !tidy(v)
-                }
-            });
+                    _ => tidy(v),
+                };
+            }
+            if empty {
+                fields.retain(|(_, v)| !v.is_empty());
+            }
             fields.is_empty()
         }
         Node::Arr(items) => {
-            items.retain_mut(|(_, v)| !tidy(v));
+            let mut empty = false;
+            for (_, v) in items.iter_mut() {
+                empty |= tidy(v);
+            }
+            if empty {
+                items.retain(|(_, v)| !v.is_empty());
+            }
             items.is_empty()
         }
         Node::Str(s) => s.is_empty(),

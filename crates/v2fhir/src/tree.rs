@@ -107,15 +107,36 @@ impl<'b> Node<'b> {
 
     /// Empty objects and arrays are not FHIR: removes them, bottom up. Returns whether this node is empty.
     pub(crate) fn prune(&mut self) -> bool {
+        // Children pruned in place first, and a list rebuilt only when one of them came out empty (most do not:
+        // `retain` over every list cost more than the walk itself).
+        fn children<'b, K>(list: &mut BVec<'b, (K, Node<'b>)>) -> bool {
+            let mut empty = false;
+            for (_, v) in list.iter_mut() {
+                empty |= match v {
+                    Node::Str(s) => s.is_empty(),
+                    Node::Num(_) | Node::Bool(_) => false,
+                    _ => v.prune(),
+                };
+            }
+            if empty {
+                list.retain(|(_, v)| !v.is_empty());
+            }
+            list.is_empty()
+        }
         match self {
-            Node::Obj(fields) => {
-                fields.retain_mut(|(_, v)| !v.prune());
-                fields.is_empty()
-            }
-            Node::Arr(items) => {
-                items.retain_mut(|(_, v)| !v.prune());
-                items.is_empty()
-            }
+            Node::Obj(fields) => children(fields),
+            Node::Arr(items) => children(items),
+            Node::Str(s) => s.is_empty(),
+            Node::Num(_) | Node::Bool(_) => false,
+        }
+    }
+
+    /// Whether the node is an empty object, array or string (what [`Node::prune`] removes, once its children are
+    /// pruned).
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            Node::Obj(fields) => fields.is_empty(),
+            Node::Arr(items) => items.is_empty(),
             Node::Str(s) => s.is_empty(),
             Node::Num(_) | Node::Bool(_) => false,
         }
