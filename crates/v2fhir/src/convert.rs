@@ -2342,10 +2342,14 @@ fn drop_identifiers_without_value(n: &mut Node) {
     match n {
         Node::Obj(fields) => {
             for (k, v) in fields.iter_mut() {
-                if let (true, Node::Arr(items)) = (*k == "identifier", &mut *v) {
+                if let Node::Arr(items) = v
+                    && *k == "identifier"
+                {
                     items.retain(|(_, it)| it.get_str("value").is_some());
                 }
-                drop_identifiers_without_value(v);
+                if matches!(v, Node::Obj(_) | Node::Arr(_)) {
+                    drop_identifiers_without_value(v);
+                }
             }
         }
         Node::Arr(items) => items
@@ -2627,16 +2631,17 @@ fn clean_extensions(n: &mut Node) {
     match n {
         Node::Obj(fields) => {
             for (k, v) in fields.iter_mut() {
-                if let (true, Node::Arr(items)) =
-                    (&**k == "extension" || &**k == "modifierExtension", &mut *v)
-                {
-                    for (_, it) in items.iter_mut() {
-                        clean_extensions(it);
-                        it.prune();
+                // The kind first (most members are strings, walked into by no one), the name after.
+                match v {
+                    Node::Arr(items) if *k == "extension" || *k == "modifierExtension" => {
+                        for (_, it) in items.iter_mut() {
+                            clean_extensions(it);
+                            it.prune();
+                        }
+                        items.retain(|(_, it)| extension_complete(it));
                     }
-                    items.retain(|(_, it)| extension_complete(it));
-                } else {
-                    clean_extensions(v);
+                    Node::Obj(_) | Node::Arr(_) => clean_extensions(v),
+                    _ => {}
                 }
             }
         }
@@ -2988,7 +2993,7 @@ fn fix_systems_in(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
                             }
                         }
                     }
-                } else {
+                } else if matches!(v, Node::Obj(_) | Node::Arr(_)) {
                     fix_systems_in(v, notes, path);
                 }
             }
