@@ -5,7 +5,7 @@ use crate::codesystem::{CodeSystem, Concept, Content};
 use crate::error::{ErrorKind, Issue, Severity, TxError};
 use crate::params::Params;
 use crate::provider::{CodeSystemProvider, Detail};
-use crate::registry::{Registry, pick, version_matches};
+use crate::registry::{Registry, pick, pick_cs, version_matches};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -456,16 +456,6 @@ pub fn with_sources(cs: &CodeSystem, compiled: CodeSystem) -> CodeSystem {
         out.applied_supplements = cs.applied_supplements.clone();
         out
     }
-}
-
-/// The code system of `all` in `version` (a pattern) or the newest: [`pick`] by a code system's version and date.
-fn pick_cs<'a>(all: &'a [Arc<CodeSystem>], version: Option<&str>) -> Option<&'a Arc<CodeSystem>> {
-    pick(
-        all,
-        version,
-        |c| c.version.as_deref(),
-        |c| c.resource["date"].as_str(),
-    )
 }
 
 /// Splits `url|version`.

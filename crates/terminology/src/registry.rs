@@ -90,15 +90,9 @@ impl Registry {
                 let replaced = list.len() != before;
                 list.push(cs);
                 let candidates: Vec<&Arc<CodeSystem>> = (list.iter())
-                    .filter(|c| c.content != crate::codesystem::Content::Supplement)
+                    .filter(|c| c.content != Content::Supplement)
                     .collect();
-                let latest = pick(
-                    &candidates,
-                    None,
-                    |c| c.version.as_deref(),
-                    |c| c.resource["date"].as_str(),
-                );
-                match latest {
+                match pick_cs(&candidates, None) {
                     Some(&c) => self.latest_code_systems.insert(url, c.clone()),
                     None => self.latest_code_systems.remove(&url),
                 };
@@ -311,6 +305,19 @@ pub fn pick<'a, T>(
     best
 }
 
+/// The code system of `all` in `version` (a pattern) or the newest: [`pick`] by a code system's version and date.
+pub(crate) fn pick_cs<'a, C: AsRef<CodeSystem>>(
+    all: &'a [C],
+    version: Option<&str>,
+) -> Option<&'a C> {
+    pick(
+        all,
+        version,
+        |c| c.as_ref().version.as_deref(),
+        |c| c.as_ref().resource["date"].as_str(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,15 +375,9 @@ mod tests {
         // What a request without a version gets, chosen anew among the non-supplements each time.
         let chosen = |r: &Registry| {
             let all: Vec<_> = (r.code_system_versions("http://x/cs").iter())
-                .filter(|c| c.content != crate::codesystem::Content::Supplement)
+                .filter(|c| c.content != Content::Supplement)
                 .collect();
-            pick(
-                &all,
-                None,
-                |c| c.version.as_deref(),
-                |c| c.resource["date"].as_str(),
-            )
-            .map(|c| c.resource["title"].clone())
+            pick_cs(&all, None).map(|c| c.resource["title"].clone())
         };
         let kept = |r: &Registry| {
             r.latest_code_system("http://x/cs")
