@@ -1681,7 +1681,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
         let Node::Obj(fields) = obj else { return None };
         fields
             .into_iter()
-            .find(|(k, v)| *k == name && !matches!(v, Node::Obj(_) | Node::Arr(_)))
+            .find(|(k, v)| *k == name && !v.is_container())
             .map(|(_, v)| v)
     }
 
@@ -2289,48 +2289,29 @@ fn extension_complete(it: &Node<'_>) -> bool {
 /// them) and an `identifier` array. Returns whether the node is empty.
 fn tidy(n: &mut Node<'_>) -> bool {
     match n {
-        Node::Obj(fields) => {
-            // Each member tidied in place, and the list rebuilt only when one came out empty (as in `prune`).
-            let mut empty = false;
-            for (k, v) in fields.iter_mut() {
-                empty |= match v {
-                    Node::Str(s) => s.is_empty(),
-                    Node::Num(_) | Node::Bool(_) => false,
-                    Node::Arr(items) if *k == "extension" || *k == "modifierExtension" => {
-                        for (_, it) in items.iter_mut() {
-                            clean_extensions(it);
-                            it.prune();
-                        }
-                        items.retain(|(_, it)| extension_complete(it));
-                        drop_identifiers_without_value(v);
-                        v.prune()
-                    }
-                    Node::Arr(_) if *k == "identifier" => {
-                        clean_extensions(v);
-                        if let Node::Arr(items) = v {
-                            items.retain(|(_, it)| it.get_str("value").is_some());
-                        }
-                        drop_identifiers_without_value(v);
-                        v.prune()
-                    }
-                    _ => tidy(v),
-                };
+        Node::Obj(fields) => crate::tree::clean_list(fields, |k, v| match v {
+            Node::Str(s) => s.is_empty(),
+            Node::Num(_) | Node::Bool(_) => false,
+            Node::Arr(items) if *k == "extension" || *k == "modifierExtension" => {
+                for (_, it) in items.iter_mut() {
+                    clean_extensions(it);
+                    it.prune();
+                }
+                items.retain(|(_, it)| extension_complete(it));
+                drop_identifiers_without_value(v);
+                v.prune()
             }
-            if empty {
-                fields.retain(|(_, v)| !v.is_empty());
+            Node::Arr(_) if *k == "identifier" => {
+                clean_extensions(v);
+                if let Node::Arr(items) = v {
+                    items.retain(|(_, it)| it.get_str("value").is_some());
+                }
+                drop_identifiers_without_value(v);
+                v.prune()
             }
-            fields.is_empty()
-        }
-        Node::Arr(items) => {
-            let mut empty = false;
-            for (_, v) in items.iter_mut() {
-                empty |= tidy(v);
-            }
-            if empty {
-                items.retain(|(_, v)| !v.is_empty());
-            }
-            items.is_empty()
-        }
+            _ => tidy(v),
+        }),
+        Node::Arr(items) => crate::tree::clean_list(items, |_, v| tidy(v)),
         Node::Str(s) => s.is_empty(),
         Node::Num(_) | Node::Bool(_) => false,
     }
@@ -2347,7 +2328,7 @@ fn drop_identifiers_without_value(n: &mut Node) {
                 {
                     items.retain(|(_, it)| it.get_str("value").is_some());
                 }
-                if matches!(v, Node::Obj(_) | Node::Arr(_)) {
+                if v.is_container() {
                     drop_identifiers_without_value(v);
                 }
             }
@@ -2640,7 +2621,7 @@ fn clean_extensions(n: &mut Node) {
                         }
                         items.retain(|(_, it)| extension_complete(it));
                     }
-                    Node::Obj(_) | Node::Arr(_) => clean_extensions(v),
+                    _ if v.is_container() => clean_extensions(v),
                     _ => {}
                 }
             }
@@ -2993,7 +2974,7 @@ fn fix_systems_in(obj: &mut Node, notes: &mut Notes, path: Label<'_>) {
                             }
                         }
                     }
-                } else if matches!(v, Node::Obj(_) | Node::Arr(_)) {
+                } else if v.is_container() {
                     fix_systems_in(v, notes, path);
                 }
             }
@@ -3140,7 +3121,6 @@ impl<'c> Checks<'c> {
 fn check_codes(node: &mut Node, checks: &mut Checks<'_>, notes: &mut Notes, at: &str) {
     // Only objects and arrays are walked into: most members are strings, and a call for each cost as much as the
     // checks of the ORU^R01's codings.
-    let walked = |v: &Node| matches!(v, Node::Obj(_) | Node::Arr(_));
     match node {
         Node::Obj(fields) => {
             for (k, v) in fields.iter_mut() {
@@ -3153,14 +3133,14 @@ fn check_codes(node: &mut Node, checks: &mut Checks<'_>, notes: &mut Notes, at: 
                     Node::Obj(_) if crate::tree::same(k, "class") => {
                         check_one(v, checks, notes, at)
                     }
-                    _ if walked(v) => check_codes(v, checks, notes, at),
+                    _ if v.is_container() => check_codes(v, checks, notes, at),
                     _ => {}
                 }
             }
         }
         Node::Arr(items) => {
             for (_, v) in items.iter_mut() {
-                if walked(v) {
+                if v.is_container() {
                     check_codes(v, checks, notes, at);
                 }
             }

@@ -107,28 +107,25 @@ impl<'b> Node<'b> {
 
     /// Empty objects and arrays are not FHIR: removes them, bottom up. Returns whether this node is empty.
     pub(crate) fn prune(&mut self) -> bool {
-        // Children pruned in place first, and a list rebuilt only when one of them came out empty (most do not:
-        // `retain` over every list cost more than the walk itself).
-        fn children<'b, K>(list: &mut BVec<'b, (K, Node<'b>)>) -> bool {
-            let mut empty = false;
-            for (_, v) in list.iter_mut() {
-                empty |= match v {
-                    Node::Str(s) => s.is_empty(),
-                    Node::Num(_) | Node::Bool(_) => false,
-                    _ => v.prune(),
-                };
+        // A leaf is told in place, without a call.
+        fn child(v: &mut Node<'_>) -> bool {
+            match v {
+                Node::Str(s) => s.is_empty(),
+                Node::Num(_) | Node::Bool(_) => false,
+                _ => v.prune(),
             }
-            if empty {
-                list.retain(|(_, v)| !v.is_empty());
-            }
-            list.is_empty()
         }
         match self {
-            Node::Obj(fields) => children(fields),
-            Node::Arr(items) => children(items),
+            Node::Obj(fields) => clean_list(fields, |_, v| child(v)),
+            Node::Arr(items) => clean_list(items, |_, v| child(v)),
             Node::Str(s) => s.is_empty(),
             Node::Num(_) | Node::Bool(_) => false,
         }
+    }
+
+    /// Whether the node is an object or an array: what a walk of the tree goes into.
+    pub(crate) fn is_container(&self) -> bool {
+        matches!(self, Node::Obj(_) | Node::Arr(_))
     }
 
     /// Whether the node is an empty object, array or string (what [`Node::prune`] removes, once its children are
@@ -176,6 +173,23 @@ impl<'b> Node<'b> {
             Node::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         }
     }
+}
+
+/// Cleans each member of `list` in place (`clean` returns whether the member came out empty), then removes the
+/// empty ones, rebuilding the list only when there is one (most lists have none: `retain` over every list cost more
+/// than the walk itself). Returns whether the list is empty.
+pub(crate) fn clean_list<'b, K>(
+    list: &mut BVec<'b, (K, Node<'b>)>,
+    mut clean: impl FnMut(&K, &mut Node<'b>) -> bool,
+) -> bool {
+    let mut empty = false;
+    for (k, v) in list.iter_mut() {
+        empty |= clean(k, v);
+    }
+    if empty {
+        list.retain(|(_, v)| !v.is_empty());
+    }
+    list.is_empty()
 }
 
 /// Arrays are short (an identifier or two, a few codings) and scanned for an item's tag; a field repeated
