@@ -154,7 +154,7 @@ impl<'b> Node<'b> {
                     out.push(b'"');
                     out.extend_from_slice(k.as_bytes());
                     out.extend_from_slice(b"\":");
-                    v.write_json(out);
+                    v.write_item(out);
                 }
                 out.push(b'}');
             }
@@ -164,13 +164,23 @@ impl<'b> Node<'b> {
                     if i > 0 {
                         out.push(b',');
                     }
-                    v.write_json(out);
+                    v.write_item(out);
                 }
                 out.push(b']');
             }
+            leaf => leaf.write_item(out),
+        }
+    }
+
+    /// A member's value or an array's item: a leaf written in place, a container by a call (most of a tree's nodes
+    /// are leaves, and a call for each cost more than writing it).
+    #[inline(always)]
+    fn write_item<S: Sink>(&self, out: &mut S) {
+        match self {
             Node::Str(s) => write_str(s, out),
             Node::Num(n) => out.extend_from_slice(n.as_bytes()),
             Node::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+            container => container.write_json(out),
         }
     }
 }
