@@ -47,6 +47,12 @@ impl TypeShape {
             .map(|i| TypeShape(TypeId(i as u16)))
     }
 
+    /// The type numbered `index` (see [`TypeShape::index`]), if there is one: for building tables over all types.
+    pub fn from_index(index: usize) -> Option<TypeShape> {
+        let n = u16::try_from(index).ok()?;
+        (index < TYPES.len()).then_some(TypeShape(TypeId(n)))
+    }
+
     /// The type's number, dense from 0: an index for tables keyed by type, looked up without hashing.
     pub fn index(self) -> usize {
         usize::from(self.0.0)
@@ -108,5 +114,22 @@ impl TypeShape {
                 .map(|alt| crate::schema::prop_name(el, alt as u8).into_owned())
                 .collect(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_type_is_found_by_its_index_and_no_other_index_names_one() {
+        let all: Vec<TypeShape> = (0..).map_while(TypeShape::from_index).collect();
+        assert_eq!(all.len(), TYPES.len());
+        for (i, t) in all.iter().enumerate() {
+            assert_eq!(t.index(), i);
+            assert_eq!(TypeShape::named(t.name()), Some(*t), "{}", t.name());
+        }
+        assert_eq!(TypeShape::from_index(TYPES.len()), None);
+        assert_eq!(TypeShape::from_index(usize::MAX), None);
     }
 }

@@ -17,6 +17,55 @@ pub(crate) enum Unfit {
     TimeWithoutZone,
 }
 
+/// How a value is converted to a FHIR type: the primitives read in their own way, by name, once per type.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Date,
+    DateTime,
+    Instant,
+    Time,
+    Xhtml,
+    Boolean,
+    Decimal,
+    Integer,
+    PositiveInt,
+    UnsignedInt,
+    Code,
+    Id,
+    /// Any other primitive that JSON writes as a string (`string`, `uri`, `markdown`...): the text as it is.
+    Text,
+    /// Not a primitive written as a string: nothing fits.
+    None,
+}
+
+/// The conversion of each FHIR type, by [`TypeShape::index`]: every value converted asked which type it is by its
+/// name, a dozen string comparisons for the most common (`string`, past all the others).
+fn kind_of(ty: TypeShape) -> Kind {
+    static TABLE: std::sync::OnceLock<Vec<Kind>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        (0..)
+            .map_while(TypeShape::from_index)
+            .map(|t| match t.name() {
+                "date" => Kind::Date,
+                "dateTime" => Kind::DateTime,
+                "instant" => Kind::Instant,
+                "time" => Kind::Time,
+                "xhtml" => Kind::Xhtml,
+                "boolean" => Kind::Boolean,
+                "decimal" => Kind::Decimal,
+                "integer" => Kind::Integer,
+                "positiveInt" => Kind::PositiveInt,
+                "unsignedInt" => Kind::UnsignedInt,
+                "code" => Kind::Code,
+                "id" => Kind::Id,
+                _ if t.json_kind() == JsonKind::String => Kind::Text,
+                _ => Kind::None,
+            })
+            .collect()
+    });
+    table.get(ty.index()).copied().unwrap_or(Kind::None)
+}
+
 /// The FHIR primitive for `text` as `ty`, or why it does not fit. A `TimeWithoutZone` still yields the date.
 /// `text` lives as long as the arena (the message's own text, or a copy in the arena), so that a value written as
 /// it is needs no copy. `zone`: where a time sent without an offset was read (v2: the sender's local time).
@@ -34,19 +83,19 @@ pub(crate) fn convert<'b>(
     if text.is_empty() {
         return (None, None);
     }
-    match ty.name() {
-        "date" => match dtm(text) {
+    match kind_of(ty) {
+        Kind::Date => match dtm(text) {
             Some(d) => (Some(Node::Str(d.date(bump))), None),
             None => (None, Some(Unfit::Invalid)),
         },
-        "dateTime" => match dtm(text) {
+        Kind::DateTime => match dtm(text) {
             Some(d) => match d.date_time(bump, zone) {
                 Some(s) => (Some(Node::Str(s)), None),
                 None => (Some(Node::Str(d.date(bump))), Some(Unfit::TimeWithoutZone)),
             },
             None => (None, Some(Unfit::Invalid)),
         },
-        "xhtml" => {
+        Kind::Xhtml => {
             // Narrative: the text, escaped, in the XHTML div FHIR requires.
             let escaped = text
                 .replace('&', "&amp;")
@@ -59,7 +108,7 @@ pub(crate) fn convert<'b>(
                 None,
             )
         }
-        "instant" => match dtm(text) {
+        Kind::Instant => match dtm(text) {
             Some(d) => match d.instant(bump, zone) {
                 Some(s) => (Some(Node::Str(s)), None),
                 None if d.digits.len() >= 12 && d.zone.is_none() => {
@@ -69,23 +118,23 @@ pub(crate) fn convert<'b>(
             },
             None => (None, Some(Unfit::Invalid)),
         },
-        "time" => match time(text) {
+        Kind::Time => match time(text) {
             Some(t) => (Some(Node::Str(bump.alloc_str(&t))), None),
             None => (None, Some(Unfit::Invalid)),
         },
-        "boolean" => match text {
+        Kind::Boolean => match text {
             "Y" | "y" | "T" | "true" => (Some(Node::Bool(true)), None),
             "N" | "n" | "F" | "false" => (Some(Node::Bool(false)), None),
             _ => (None, Some(Unfit::Invalid)),
         },
-        "decimal" => match decimal(bump, text) {
+        Kind::Decimal => match decimal(bump, text) {
             Some(d) => (Some(Node::Num(d)), None),
             None => (None, Some(Unfit::Invalid)),
         },
-        "integer" | "positiveInt" | "unsignedInt" => {
-            let n = text.parse::<i64>().ok().filter(|&n| match ty.name() {
-                "positiveInt" => n > 0,
-                "unsignedInt" => n >= 0,
+        kind @ (Kind::Integer | Kind::PositiveInt | Kind::UnsignedInt) => {
+            let n = text.parse::<i64>().ok().filter(|&n| match kind {
+                Kind::PositiveInt => n > 0,
+                Kind::UnsignedInt => n >= 0,
                 _ => i32::try_from(n).is_ok(),
             });
             match n {
@@ -96,9 +145,9 @@ pub(crate) fn convert<'b>(
                 None => (None, Some(Unfit::Invalid)),
             }
         }
-        "code" | "id" => {
+        kind @ (Kind::Code | Kind::Id) => {
             // A code has no leading/trailing or repeated whitespace; an id is [A-Za-z0-9.-]{1,64}.
-            let ok = if ty.name() == "id" {
+            let ok = if kind == Kind::Id {
                 text.len() <= 64
                     && text
                         .bytes()
@@ -113,8 +162,8 @@ pub(crate) fn convert<'b>(
                 (None, Some(Unfit::Invalid))
             }
         }
-        _ if ty.json_kind() == JsonKind::String => (Some(Node::Str(text)), None),
-        _ => (None, Some(Unfit::Invalid)),
+        Kind::Text => (Some(Node::Str(text)), None),
+        Kind::None => (None, Some(Unfit::Invalid)),
     }
 }
 
@@ -454,6 +503,42 @@ mod tests {
             (None, Some(Unfit::TimeWithoutZone))
         );
         assert_eq!(conv("2024071512", "instant"), (None, Some(Unfit::Invalid)));
+    }
+
+    #[test]
+    fn each_type_is_read_as_its_kind() {
+        let kind = |name| kind_of(TypeShape::named(name).unwrap());
+        for (name, k) in [
+            ("date", Kind::Date),
+            ("dateTime", Kind::DateTime),
+            ("instant", Kind::Instant),
+            ("time", Kind::Time),
+            ("xhtml", Kind::Xhtml),
+            ("boolean", Kind::Boolean),
+            ("decimal", Kind::Decimal),
+            ("integer", Kind::Integer),
+            ("positiveInt", Kind::PositiveInt),
+            ("unsignedInt", Kind::UnsignedInt),
+            ("code", Kind::Code),
+            ("id", Kind::Id),
+        ] {
+            assert!(kind(name) == k, "{name}");
+        }
+        for name in [
+            "string",
+            "uri",
+            "url",
+            "canonical",
+            "oid",
+            "uuid",
+            "markdown",
+            "base64Binary",
+        ] {
+            assert!(kind(name) == Kind::Text, "{name}");
+        }
+        for name in ["CodeableConcept", "Quantity", "Patient", "Reference"] {
+            assert!(kind(name) == Kind::None, "{name}");
+        }
     }
 
     #[test]
