@@ -389,8 +389,17 @@ fn escape_at(bytes: &[u8]) -> Option<usize> {
         return escape_at_16(bytes);
     }
     if n < 8 {
-        // Shorter than a word: tested byte by byte (a padded copy would cost a call to `memcpy`).
-        return bytes.iter().position(|&c| is_escape(c));
+        // Shorter than a word: tested byte by byte (a padded copy would cost a call to `memcpy`), by table.
+        static ESCAPE: [bool; 256] = {
+            let mut t = [false; 256];
+            let mut c = 0;
+            while c < 256 {
+                t[c] = c < 0x20 || c == b'"' as usize || c == b'\\' as usize;
+                c += 1;
+            }
+            t
+        };
+        return bytes.iter().position(|&c| ESCAPE[usize::from(c)]);
     }
     let mut i = 0;
     let mut found = false;
