@@ -362,10 +362,10 @@ fn escape_at_16(bytes: &[u8]) -> Option<usize> {
     None
 }
 
-/// The first byte that needs an escape in a JSON string (a control character, `"` or `\\`). Eight bytes are
-/// tested at a time (a word per step rather than three comparisons per byte), the last word overlapping the one
-/// before it, so that no string of a word or more is walked byte by byte unless it has such a byte (the strings
-/// written are short: a code, a date, a name).
+/// The first byte that needs an escape in a JSON string (a control character, `"` or `\\`). A string shorter than
+/// a word is tested byte by byte, by table; a longer one eight bytes at a time (a word per step rather than three
+/// comparisons per byte), the last word overlapping the one before it, so that no string of a word or more is walked
+/// byte by byte unless it has such a byte; on x86_64 one of 16 bytes or more by [`escape_at_16`].
 #[inline]
 fn escape_at(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;

@@ -38,8 +38,8 @@ enum Kind {
     None,
 }
 
-/// The conversion of each FHIR type, by [`TypeShape::index`]: every value converted asked which type it is by its
-/// name, a dozen string comparisons for the most common (`string`, past all the others).
+/// How values of `ty` are converted, from a table made once by [`TypeShape::index`] rather than by comparing the
+/// type's name for each value (a dozen string comparisons for `string`, the commonest, which came last).
 fn kind_of(ty: TypeShape) -> Kind {
     static TABLE: std::sync::OnceLock<Vec<Kind>> = std::sync::OnceLock::new();
     let table = TABLE.get_or_init(|| {
