@@ -2290,8 +2290,8 @@ fn extension_complete(it: &Node<'_>) -> bool {
 fn tidy(n: &mut Node<'_>) -> bool {
     match n {
         Node::Obj(fields) => crate::tree::clean_list(fields, |k, v| match v {
-            Node::Str(s) => s.is_empty(),
-            Node::Num(_) | Node::Bool(_) => false,
+            // The kind first: most members are leaves, told in place.
+            leaf if !leaf.is_container() => leaf.is_empty(),
             Node::Arr(items) if *k == "extension" || *k == "modifierExtension" => {
                 for (_, it) in items.iter_mut() {
                     clean_extensions(it);
@@ -2312,8 +2312,7 @@ fn tidy(n: &mut Node<'_>) -> bool {
             _ => tidy(v),
         }),
         Node::Arr(items) => crate::tree::clean_list(items, |_, v| tidy(v)),
-        Node::Str(s) => s.is_empty(),
-        Node::Num(_) | Node::Bool(_) => false,
+        leaf => leaf.is_empty(),
     }
 }
 

@@ -109,17 +109,16 @@ impl<'b> Node<'b> {
     pub(crate) fn prune(&mut self) -> bool {
         // A leaf is told in place, without a call.
         fn child(v: &mut Node<'_>) -> bool {
-            match v {
-                Node::Str(s) => s.is_empty(),
-                Node::Num(_) | Node::Bool(_) => false,
-                _ => v.prune(),
+            if v.is_container() {
+                v.prune()
+            } else {
+                v.is_empty()
             }
         }
         match self {
             Node::Obj(fields) => clean_list(fields, |_, v| child(v)),
             Node::Arr(items) => clean_list(items, |_, v| child(v)),
-            Node::Str(s) => s.is_empty(),
-            Node::Num(_) | Node::Bool(_) => false,
+            leaf => leaf.is_empty(),
         }
     }
 
@@ -362,6 +361,17 @@ fn escape_at_16(bytes: &[u8]) -> Option<usize> {
     None
 }
 
+/// The bytes that need an escape in a JSON string: control characters, `"` and `\\`.
+static ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = c < 0x20 || c == b'"' as usize || c == b'\\' as usize;
+        c += 1;
+    }
+    t
+};
+
 /// The first byte that needs an escape in a JSON string (a control character, `"` or `\\`). A string shorter than
 /// a word is tested byte by byte, by table; a longer one eight bytes at a time (a word per step rather than three
 /// comparisons per byte), the last word overlapping the one before it, so that no string of a word or more is walked
@@ -382,24 +392,15 @@ fn escape_at(bytes: &[u8]) -> Option<usize> {
         w.copy_from_slice(&bytes[i..i + 8]);
         u64::from_le_bytes(w)
     };
-    let is_escape = |c: u8| c < 0x20 || c == b'"' || c == b'\\';
+    let is_escape = |c: u8| ESCAPE[usize::from(c)];
     let n = bytes.len();
     #[cfg(target_arch = "x86_64")]
     if n >= 16 {
         return escape_at_16(bytes);
     }
     if n < 8 {
-        // Shorter than a word: tested byte by byte (a padded copy would cost a call to `memcpy`), by table.
-        static ESCAPE: [bool; 256] = {
-            let mut t = [false; 256];
-            let mut c = 0;
-            while c < 256 {
-                t[c] = c < 0x20 || c == b'"' as usize || c == b'\\' as usize;
-                c += 1;
-            }
-            t
-        };
-        return bytes.iter().position(|&c| ESCAPE[usize::from(c)]);
+        // Shorter than a word: tested byte by byte (a padded copy would cost a call to `memcpy`).
+        return bytes.iter().position(|&c| is_escape(c));
     }
     let mut i = 0;
     let mut found = false;
