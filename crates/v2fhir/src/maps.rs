@@ -268,6 +268,10 @@ pub(crate) struct ElementMap {
     /// that the component is NOT VALUED (`XTN.3 IF XTN.3 NOT VALUED AND XTN.4 VALUED → system = "email"`). They
     /// are visited with the rows of the valued components.
     pub(crate) when_absent: Vec<u32>,
+    /// Rows for the whole segment or value rather than one of its elements (`AL1` → `clinicalStatus` =
+    /// `"active"`, `OBR` → `intent` = `"order"`): constants, applied once each time the map is, after its other
+    /// rows, when those gave the target some content (see [`whole_row_applies`]).
+    pub(crate) whole: Vec<u32>,
 }
 
 /// A data type map the guide names but does not publish, onto a FHIR primitive (`ID[Code]`, `CWE[String]`,
@@ -551,6 +555,35 @@ fn parse_steps(s: &'static str) -> Option<Vec<Step>> {
     Some(out)
 }
 
+/// An attribute with its constant written in (`status="finished"`): the path, and the constant without its
+/// quotes. Any other attribute is returned as it is.
+fn split_literal(attr: &'static str) -> (&'static str, Option<&'static str>) {
+    let attr = attr.trim();
+    match attr.split_once("=\"") {
+        Some((path, rest)) => match rest.strip_suffix('"') {
+            Some(lit) if !lit.contains('"') => (path, Some(lit)),
+            _ => (attr, None),
+        },
+        None => (attr, None),
+    }
+}
+
+/// Whether a row for the whole segment or value is applied: a constant (no data type map: a map cannot read a
+/// whole segment, as TXA's `agent[2].who` with XCN[Practitioner] would) at a path of the map's target that
+/// begins with a single element. A constant that would make an item of a repeating element on its own is not:
+/// MSH's `entity[1].role` = `"source"` and `agent[1].type` = `"assembler"` describe items whose required `what`
+/// and `who` only the guide's narrative gives, and alone they would be invalid.
+fn whole_row_applies(row: &ElementRow) -> bool {
+    let (Some(_), None, Attr::Path(steps)) = (&row.assignment, &row.data_type_map, &row.attr)
+    else {
+        return false;
+    };
+    match &row.resolved {
+        Some(r) => r.shapes.len() == steps.len() && r.shapes.first().is_some_and(|e| !e.many),
+        None => false,
+    }
+}
+
 fn parse_attr(s: &'static str) -> Option<Attr> {
     let s = s.trim();
     // `[1].family` (XPN[HumanName]): the leading instance number names the value the map builds itself.
@@ -767,7 +800,9 @@ fn compile() -> Maps {
             else {
                 continue;
             };
-            let Some((first, second)) = parse_element(element) else {
+            // `AL1` in AL1[AllergyIntolerance], `MSG` in MSG[Coding]: the whole segment or value, element 0.
+            let whole = map.split('[').next() == Some(element.trim());
+            let Some((first, second)) = parse_element(element).or(whole.then_some((0, 0))) else {
                 continue;
             };
             let index = *element_index.entry(map.into()).or_insert_with(|| {
@@ -777,6 +812,7 @@ fn compile() -> Maps {
                     rows: Vec::new(),
                     by_first: Vec::new(),
                     when_absent: Vec::new(),
+                    whole: Vec::new(),
                     reads_segments: false,
                     nesting: 0,
                 });
@@ -785,6 +821,7 @@ fn compile() -> Maps {
             let entry = &mut elements[index];
             // `Quantity.code` in CWE[Quantity]: some maps name their own type first.
             let target_name = entry.target.map(|t| t.name());
+            let (attr, attr_literal) = split_literal(attr);
             let attr = parse_attr(attr).map(|a| match a {
                 Attr::Path(mut steps) if steps.len() > 1 && Some(steps[0].name) == target_name => {
                     steps.remove(0);
@@ -836,7 +873,12 @@ fn compile() -> Maps {
             if cond.is_unparsed() {
                 unparsed.push(format!("{map} {element}: {cond_text}", cond_text = r[2]));
             }
-            let assignment = parse_assignment(assign);
+            // The constant is in the assignment cell, or (seven rows of the guide) written into the attribute
+            // itself: `identifier[1].type.coding.code="PLAC"`, `status="finished"`.
+            let assignment = match (parse_assignment(assign), attr_literal) {
+                (None, Some(lit)) if assign.trim().is_empty() => Some(vec![Part::Lit(lit)]),
+                (a, _) => a,
+            };
             let when_absent = is_type && assignment.is_some() && cond.requires_empty(&own);
             let attr_label = match &attr {
                 Attr::Path(s) | Attr::NewResource(s) | Attr::InResource(s) => {
@@ -888,8 +930,15 @@ fn compile() -> Maps {
             if row.dt.is_none() && row.data_type_map.as_deref().is_some_and(onto_primitive) {
                 row.data_type_map = None;
             }
-            // Rows with no target are never applied; element 0 is never valued.
-            if matches!(&row.attr, Attr::Path(p) if p.is_empty()) || row.first == 0 {
+            // Rows with no target are never applied; element 0, the whole segment or value, is never valued: its
+            // constants are applied apart.
+            if matches!(&row.attr, Attr::Path(p) if p.is_empty()) {
+                continue;
+            }
+            if row.first == 0 {
+                if whole_row_applies(row) {
+                    m.whole.push(i as u32);
+                }
                 continue;
             }
             if row.when_absent {

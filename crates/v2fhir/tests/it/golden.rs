@@ -749,3 +749,142 @@ fn attachment_data_is_base64_whatever_the_v2_encoding() {
     let b: Value = serde_json::from_slice(&out.json).unwrap();
     assert_eq!(decode(&data_of(&b).unwrap()), b"Antibodies Detected");
 }
+
+/// A segment of the given fields (`PV1-45` is field 45), the others empty.
+fn segment(id: &str, fields: &[(usize, &str)]) -> String {
+    let last = fields.iter().map(|(n, _)| *n).max().unwrap_or(0);
+    let mut out = id.to_string();
+    for n in 1..=last {
+        out.push('|');
+        if let Some((_, v)) = fields.iter().find(|(f, _)| *f == n) {
+            out.push_str(v);
+        }
+    }
+    out
+}
+
+/// The guide's rows for a whole segment or value (element `AL1`, `PID`, `MSG` rather than a field), and the rows
+/// whose constant is written into the attribute (`status="finished"`): read against the rows of AL1[AllergyIntolerance],
+/// PID[Account], PV1[Encounter], MSG[Coding] and MSH[Provenance-Source].
+#[test]
+fn constants_for_the_whole_segment_and_in_the_attribute() {
+    let text = [
+        "MSH|^~\\&|HIS|HOSP|EHR|HOSP|20240315143000+0100||ADT^A03^ADT_A03|A3|P|2.5".to_string(),
+        "EVN|A03|20240316100000+0100".to_string(),
+        segment(
+            "PID",
+            &[
+                (1, "1"),
+                (3, "12345^^^HOSP^MR"),
+                (5, "DOE^JANE"),
+                (8, "F"),
+                (18, "ACC-9"),
+            ],
+        ),
+        segment(
+            "PV1",
+            &[
+                (1, "1"),
+                (2, "I"),
+                (45, "20240316100000+0100"),
+                (52, "777^OTHER^OLIVIA"),
+            ],
+        ),
+        "AL1|1|DA|P^PENICILLIN|MO|RASH".to_string(),
+    ]
+    .join("\n");
+    let b = convert(&text);
+
+    // MSG[Coding]: MSG → display = MSG.1+"^"+MSG.2+"^"+MSG.3 (and MSG.2 → code, system HL7 table 0003).
+    let header = &b["entry"][0]["resource"];
+    assert_eq!(header["eventCoding"]["display"], "ADT^A03^ADT_A03");
+    assert_eq!(header["eventCoding"]["code"], "A03");
+
+    // AL1[AllergyIntolerance]: AL1 → clinicalStatus.coding.code = "active", .system = the clinical status code
+    // system (FHIR's ait-1 asks for a clinical status).
+    let allergy = resources(&b, "AllergyIntolerance");
+    assert_eq!(allergy.len(), 1);
+    let status = &allergy[0]["clinicalStatus"]["coding"][0];
+    assert_eq!(status["code"], "active");
+    assert_eq!(
+        status["system"],
+        "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical"
+    );
+
+    // PID[Account]: PID-18 → identifier; PID → status = "active".
+    let account = resources(&b, "Account");
+    assert_eq!(account.len(), 1);
+    assert_eq!(account[0]["identifier"][0]["value"], "ACC-9");
+    assert_eq!(account[0]["status"], "active");
+
+    // PV1[Encounter]: PV1-45 `IF PV1-45 VALUED` → status="finished" (the PV1-2 status row is `IF PV1-45 NOT
+    // VALUED`); PV1-52 → participant[5] with type.coding.code="PART" and type.text="Participation".
+    let encounter = resources(&b, "Encounter");
+    assert_eq!(encounter.len(), 1);
+    assert_eq!(encounter[0]["status"], "finished");
+    let other = encounter[0]["participant"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"][0]["coding"][0]["code"] == "PART")
+        .unwrap_or_else(|| panic!("no PART participant: {:#}", encounter[0]));
+    assert_eq!(other["type"][0]["text"], "Participation");
+    assert_eq!(
+        other["type"][0]["coding"][0]["system"],
+        "http://terminology.hl7.org/CodeSystem/v3-ParticipationType"
+    );
+    let practitioner = other["individual"]["reference"].as_str().unwrap();
+    assert!(
+        resources(&b, "Practitioner")
+            .iter()
+            .any(|p| url_of(&b, p) == practitioner && p["name"][0]["family"] == "OTHER")
+    );
+
+    // MSH[Provenance-Source]: MSH → entity[1].role = "source" is a constant for an entity whose required `what`
+    // only a narrative row names: not applied alone. MSH[Provenance-Transformation] has nothing but constants and
+    // narrative: no resource.
+    for p in resources(&b, "Provenance") {
+        assert!(p.get("entity").is_none(), "{p:#}");
+        assert_ne!(
+            p["activity"]["coding"][0]["code"], "v2-fhir-transformation",
+            "{p:#}"
+        );
+    }
+}
+
+/// ORC[Immunization] ORC-2 → identifier[1].type.coding.code="PLAC" (the constant written into the attribute, with
+/// the same constant in the assignment cell), ORC-3 → FILL; RXO[MedicationRequest] RXO → intent="original-order"
+/// (a whole-segment row with its constant in the attribute only).
+#[test]
+fn constants_in_the_attribute_of_order_rows() {
+    let vxu = "MSH|^~\\&|EHR|CLINIC|IIS|STATE|20210818112600+0200||VXU^V04^VXU_V04|V1|P|2.5.1
+PID|1||12345^^^HOSP^MR||DOE^JANE||20200101|F
+ORC|RE|P-4422^EHR|F-13696^IIS
+RXA|0|1|20210818||08^HepB^CVX|0.5|mL^mL^UCUM";
+    let b = convert(vxu);
+    let imm = resources(&b, "Immunization");
+    assert_eq!(imm.len(), 1);
+    let ids = imm[0]["identifier"].as_array().unwrap();
+    let type_of = |value: &str| {
+        let id = ids
+            .iter()
+            .find(|i| i["value"] == value)
+            .unwrap_or_else(|| panic!("no identifier {value}: {:#}", imm[0]));
+        id["type"]["coding"][0].clone()
+    };
+    assert_eq!(type_of("P-4422")["code"], "PLAC");
+    assert_eq!(
+        type_of("P-4422")["system"],
+        "http://terminology.hl7.org/CodeSystem/v2-0203"
+    );
+    assert_eq!(type_of("F-13696")["code"], "FILL");
+
+    let orm = "MSH|^~\\&|EHR|CLINIC|PHARM|HOSP|20240315143000+0100||ORM^O01^ORM_O01|O1|P|2.5
+PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F
+ORC|NW|ORD-1
+RXO|00093-7180^Amoxicillin 500 mg^NDC|500||mg^mg^UCUM";
+    let b = convert(orm);
+    let requests = resources(&b, "MedicationRequest");
+    assert_eq!(requests.len(), 1, "{b:#}");
+    assert_eq!(requests[0]["intent"], "original-order");
+}
