@@ -2846,11 +2846,12 @@ fn write<'b>(
         // (OBX-10, OBX-19 and OBX-30 all write `extension[2]`): an extension's item is also told apart by the
         // element the row maps, which `path` names.
         tag = step_tag(tag, s, path);
+        let name = resolved.member_name(i, s.name);
         let next = if e.many {
-            node.member(s.name, || Node::arr(bump))
+            node.member(name, || Node::arr(bump))
                 .and_then(|a| a.slot_in(long, tag, || Node::obj(bump)))
         } else {
-            node.member(s.name, || Node::obj(bump))
+            node.member(name, || Node::obj(bump))
         };
         let Some(next) = next else { return };
         node = next;

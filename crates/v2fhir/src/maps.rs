@@ -5,7 +5,7 @@
 use crate::condition::{self, Cond, Guard, Ref};
 use fhir::{ElementShape, TypeShape};
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 const MESSAGES: &str = include_str!("generated/messages.tsv");
 const SEGMENTS: &str = include_str!("generated/segments.tsv");
@@ -65,6 +65,29 @@ impl Step {
     }
 }
 
+/// The shape of a primitive's `extension` list: an Extension's own (`Extension.extension`, repeating Extensions).
+fn primitive_extension() -> ElementShape {
+    static SHAPE: OnceLock<ElementShape> = OnceLock::new();
+    *SHAPE.get_or_init(|| {
+        TypeShape::named("Extension")
+            .and_then(|t| t.element("extension"))
+            .expect("FHIR R4's Extension has extensions")
+    })
+}
+
+/// `_name`, the JSON member of primitive `name`'s id and extensions, kept for the process (element names of the
+/// maps' paths: a few dozen at most).
+fn underscored(name: &str) -> &'static str {
+    static NAMES: OnceLock<Mutex<HashMap<String, &'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    names
+        .entry(name.to_string())
+        .or_insert_with(|| Box::leak(format!("_{name}").into_boxed_str()))
+}
+
 /// Where a row writes.
 #[derive(Clone, Debug)]
 pub(crate) enum Attr {
@@ -92,15 +115,33 @@ pub(crate) struct Resolved {
     pub(crate) shapes: Vec<ElementShape>,
     /// When every step resolved: the codes a required binding allows at the last step (`None`: any).
     pub(crate) required: Option<&'static [&'static str]>,
+    /// Steps written under another member than their name: a primitive whose extension the path goes on to
+    /// (`birthDate.extension` → `_birthDate.extension`, FHIR JSON's element of a primitive). Mostly empty.
+    pub(crate) renamed: Vec<(usize, &'static str)>,
 }
 
 impl Resolved {
     /// Resolves `steps` against `ty`.
     pub(crate) fn new(ty: TypeShape, steps: &[Step]) -> Resolved {
-        let mut shapes = Vec::with_capacity(steps.len());
+        let mut shapes: Vec<ElementShape> = Vec::with_capacity(steps.len());
+        let mut renamed = Vec::new();
         let mut t = ty;
-        for s in steps {
-            let Some(e) = t.element(s.name) else { break };
+        for (i, s) in steps.iter().enumerate() {
+            let e = match t.element(s.name) {
+                Some(e) => e,
+                // `birthDate.extension.url` (PID-7's birth time), `status.extension` (OBX-11's v2 code): the
+                // extensions of a primitive, which FHIR JSON writes in `_birthDate`. A repeating primitive's
+                // (`category` of AllergyIntolerance) would need a list kept in step with the values': not written.
+                None if s.name == "extension"
+                    && t.json_kind() != fhir::JsonKind::Object
+                    && i > 0
+                    && !shapes[i - 1].many =>
+                {
+                    renamed.push((i - 1, underscored(steps[i - 1].name)));
+                    primitive_extension()
+                }
+                None => break,
+            };
             shapes.push(e);
             t = e.ty;
         }
@@ -115,7 +156,20 @@ impl Resolved {
             ty,
             shapes,
             required,
+            renamed,
         }
+    }
+
+    /// The member step `i` (named `name`) is written under.
+    #[inline(always)]
+    pub(crate) fn member_name(&self, i: usize, name: &'static str) -> &'static str {
+        if self.renamed.is_empty() {
+            return name;
+        }
+        self.renamed
+            .iter()
+            .find(|(at, _)| *at == i)
+            .map_or(name, |(_, n)| n)
     }
 
     /// The FHIR type at the end of the path, or `None` when the path names no element.
@@ -1159,6 +1213,44 @@ fn compile() -> Maps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_single_primitives_extensions_resolve_under_its_underscore_member() {
+        let patient = TypeShape::resource("Patient").unwrap();
+        let steps = parse_steps("birthDate.extension[1].valueDateTime").unwrap();
+        let r = Resolved::new(patient, &steps);
+        assert_eq!(r.leaf(&steps).map(|t| t.name()), Some("dateTime"));
+        assert_eq!(r.renamed, [(0, "_birthDate")]);
+        assert_eq!(r.member_name(0, "birthDate"), "_birthDate");
+        assert_eq!(r.member_name(1, "extension"), "extension");
+        // The same name twice is one string.
+        let again = Resolved::new(patient, &steps);
+        assert!(std::ptr::eq(r.renamed[0].1, again.renamed[0].1));
+        // A path without a primitive's extension renames nothing.
+        let plain = parse_steps("name[1].family").unwrap();
+        assert!(Resolved::new(patient, &plain).renamed.is_empty());
+        // A repeating primitive's extensions (AllergyIntolerance.category) would need `_category` kept in step with
+        // `category`: the path does not resolve, and nothing is written.
+        let allergy = TypeShape::resource("AllergyIntolerance").unwrap();
+        let steps = parse_steps("category.extension[1].url").unwrap();
+        assert_eq!(Resolved::new(allergy, &steps).leaf(&steps), None);
+    }
+
+    #[test]
+    fn a_constant_in_the_attribute_is_split_from_its_path() {
+        assert_eq!(
+            split_literal("identifier[1].type.coding.code=\"PLAC\""),
+            ("identifier[1].type.coding.code", Some("PLAC"))
+        );
+        assert_eq!(
+            split_literal(" status=\"finished\" "),
+            ("status", Some("finished"))
+        );
+        assert_eq!(split_literal("status"), ("status", None));
+        // Not a constant: left for the path parser, which rejects it.
+        assert_eq!(split_literal("status=finished"), ("status=finished", None));
+        assert_eq!(split_literal("a=\"b\"c\""), ("a=\"b\"c\"", None));
+    }
 
     /// `(map, element, path)` of every row whose path has a shared extension step.
     fn shared() -> Vec<String> {

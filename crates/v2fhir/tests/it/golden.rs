@@ -888,3 +888,52 @@ RXO|00093-7180^Amoxicillin 500 mg^NDC|500||mg^mg^UCUM";
     assert_eq!(requests.len(), 1, "{b:#}");
     assert_eq!(requests[0]["intent"], "original-order");
 }
+
+/// Extensions of a primitive go in its `_` member, as FHIR JSON writes them: PID[Patient] PID-7 `IF PID-7 LENGTH
+/// GREATER THAN 8` → birthDate.extension[1] = patient-birthTime with the whole time; FN[HumanName] FN.2-FN.5 →
+/// family.extension = humanname-own-prefix, -own-name, -partner-prefix, -partner-name.
+#[test]
+fn extensions_of_primitives_go_in_their_underscore_member() {
+    let patient = |pid7: &str| {
+        let text = format!(
+            "MSH|^~\\&|HIS|HOSP|EHR|HOSP|20240315143000+0100||ADT^A01^ADT_A01|A1|P|2.5\n\
+             PID|1||12345^^^HOSP^MR||de Jong-van der Berg&de&Jong&van der&Berg^ANNA||{pid7}|F"
+        );
+        resources(&convert(&text), "Patient")[0].clone()
+    };
+    let p = patient("198003150815+0100");
+    assert_eq!(p["birthDate"], "1980-03-15");
+    let birth_time = &p["_birthDate"]["extension"];
+    assert_eq!(birth_time.as_array().map(Vec::len), Some(1), "{p:#}");
+    assert_eq!(
+        birth_time[0]["url"],
+        "http://hl7.org/fhir/StructureDefinition/patient-birthTime"
+    );
+    assert_eq!(birth_time[0]["valueDateTime"], "1980-03-15T08:15:00+01:00");
+    // A date alone has no birth time.
+    assert!(patient("19800315").get("_birthDate").is_none());
+
+    let name = &p["name"][0];
+    assert_eq!(name["family"], "de Jong-van der Berg");
+    let parts: Vec<(&str, &str)> = name["_family"]["extension"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no family extensions: {name:#}"))
+        .iter()
+        .map(|e| {
+            (
+                e["url"].as_str().unwrap(),
+                e["valueString"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let base = "http://hl7.org/fhir/StructureDefinition/humanname-";
+    assert_eq!(
+        parts,
+        [
+            (&*format!("{base}own-prefix"), "de"),
+            (&*format!("{base}own-name"), "Jong"),
+            (&*format!("{base}partner-prefix"), "van der"),
+            (&*format!("{base}partner-name"), "Berg"),
+        ]
+    );
+}
