@@ -258,6 +258,77 @@ const ERRATA: &[Erratum] = &[
         why: "UCUM's system URI has no trailing slash; with it, FHIR's Duration invariant (drt-1: a system, if \
               present, SHALL be UCUM) failed for every length of stay",
     },
+    Erratum {
+        kind: Kind::Segment,
+        maps: &["OBX[Observation]", "OBX[Observation-Component]"],
+        key: "OBX-10",
+        cells: &[(ATTRIBUTE, "extension[2].uri", "extension[2].url")],
+        why: "an Extension's URL is its `url` (it has no `uri`): the row assigns the \
+              observation-nature-of-abnormal-test URL and the next row the extension's value, which was lost \
+              with it",
+    },
+    Erratum {
+        kind: Kind::Segment,
+        maps: &["ORC[ServiceRequest]"],
+        key: "ORC-9",
+        cells: &[(
+            ATTRIBUTE,
+            "extension[2].extension[1].valuedateTime",
+            "extension[2].extension[1].valueDateTime",
+        )],
+        why: "FHIR's names are case-sensitive: the choice element of a dateTime value is `valueDateTime` (the row's \
+              type column says dateTime); the business event's date was lost",
+    },
+    Erratum {
+        kind: Kind::Segment,
+        maps: &["MSH[Provenance-Source]"],
+        key: "MSH-7",
+        cells: &[(ATTRIBUTE, "occurred", "occurredDateTime")],
+        why: "Provenance.occurred[x] is a choice of Period and dateTime, named in JSON by its type; MSH-7, the \
+              message's time, is a dateTime",
+    },
+    Erratum {
+        kind: Kind::Segment,
+        maps: &["PR1[Procedure]"],
+        key: "PR1-8",
+        cells: &[(
+            ATTRIBUTE,
+            "performer[1].function.coding.uri",
+            "performer[1].function.coding.system",
+        )],
+        why: "a Coding names its code system in `system` (it has no `uri`): the row assigns SNOMED CT's URI to the \
+              code the row before assigns",
+    },
+    Erratum {
+        kind: Kind::Segment,
+        maps: &["PR1[Procedure]"],
+        key: "PR1-11",
+        cells: &[(
+            ATTRIBUTE,
+            "performer[2].function.coding.uri",
+            "performer[2].function.coding.system",
+        )],
+        why: "as for PR1-8: SNOMED CT's URI is the Coding's `system`",
+    },
+    Erratum {
+        kind: Kind::Segment,
+        maps: &["TQ1[ServiceRequest]"],
+        key: "TQ1-5",
+        cells: &[(
+            ATTRIBUTE,
+            "occurrenceTIming.repeat.offset",
+            "occurrenceTiming.repeat.offset",
+        )],
+        why: "FHIR's names are case-sensitive: ServiceRequest.occurrenceTiming (the map's other TQ1 rows spell it \
+              so)",
+    },
+    Erratum {
+        kind: Kind::DataType,
+        maps: &["DLN[Identifier]"],
+        key: "DLN.1",
+        cells: &[(ATTRIBUTE, "type.coding.sytem", "type.coding.system")],
+        why: "`sytem` is `system` misspelt: the row assigns v2 table 0203's URI to the identifier type's code `DL`",
+    },
 ];
 
 /// Applies the errata that match `line` (a row of `kind`), counting each use in `applied`.

@@ -92,6 +92,9 @@ struct Ctx<'m, 'a> {
     over: bool,
     /// The memory kept per segment before the conversion started (see [`PER_SEGMENT`]).
     fixed: usize,
+    /// A data type map is being tried onto a primitive, which [`Ctx::element_of_holder`] may answer instead: a
+    /// path that names no element of the primitive is then no loss to report.
+    trying: bool,
 }
 
 /// Where a value comes from, for the report and for extension slot tags: `PID-7`, or `PID: CX.4` inside a value.
@@ -738,6 +741,7 @@ fn convert_in(
         long: LongArrays::default(),
         over: false,
         fixed,
+        trying: false,
     };
     let map = message_map(structure);
     match map {
@@ -1714,7 +1718,10 @@ impl<'m, 'a> Ctx<'m, 'a> {
             // A reference written from the message's text (or an assignment) may name any resource.
             self.reference_from_message = true;
         }
-        let leaf = resolved.leaf(steps)?;
+        let Some(leaf) = resolved.leaf(steps) else {
+            self.not_an_element(steps, resolved, path);
+            return None;
+        };
         if let Some(parts) = &row.assignment {
             return self.assigned(row, parts, whole, leaf);
         }
@@ -1731,6 +1738,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                 return Some(r);
             }
             if leaf.json_kind() != fhir::JsonKind::Object {
+                let trying = std::mem::replace(&mut self.trying, true);
                 let prim = self.apply_map(
                     map,
                     inner,
@@ -1741,6 +1749,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
                     None,
                     depth + 1,
                 );
+                self.trying = trying;
                 let prim = match prim {
                     None => self.element_of_holder(map, inner, steps, present, depth),
                     prim => prim,
@@ -1795,6 +1804,30 @@ impl<'m, 'a> Ctx<'m, 'a> {
         }
         let text = self.arena_text(text);
         self.convert_primitive(text, leaf, row, path)
+    }
+
+    /// A row whose path names no element of the type it is applied to (the guide's `valueSampedData`): nothing is
+    /// written, and the report says so, as [`write`] does for the paths it cannot follow. Out of line: rare.
+    #[cold]
+    #[inline(never)]
+    fn not_an_element(&mut self, steps: &[Step], resolved: &Resolved, path: Label<'_>) {
+        if self.trying {
+            return;
+        }
+        let at = resolved.shapes.len();
+        let parent = at
+            .checked_sub(1)
+            .and_then(|i| resolved.shapes.get(i))
+            .map_or(resolved.ty, |e| e.ty);
+        let name = steps.get(at).map_or("", |s| s.name);
+        self.note(
+            Severity::Information,
+            path,
+            format_args!(
+                "{path}: {name} is not an element of FHIR {}; not mapped",
+                parent.name()
+            ),
+        );
     }
 
     /// A row's assigned value as FHIR type `leaf`: its literal, or literals and elements of `whole` (the segment

@@ -937,3 +937,84 @@ fn extensions_of_primitives_go_in_their_underscore_member() {
         ]
     );
 }
+
+/// The rows of the generator's errata of session 25, each read in its output: OBX-10's extension `url` (published
+/// `uri`), ORC-9's `valueDateTime` (`valuedateTime`), MSH-7's `occurredDateTime` (`occurred`), DLN.1's identifier
+/// type `system` (`sytem`), PR1-8's function `system` (`uri`). And a row whose path names no element (OBX-5
+/// `valueSampedData`, still as published) is reported, not silently dropped.
+#[test]
+fn the_guides_misspelt_paths_corrected_map_as_intended() {
+    let oru = "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240315143000+0100||ORU^R01^ORU_R01|M44|P|2.5.1
+PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F||||||||||||D1234567^MA^20300101
+ORC|RE|PL1|FL1||||||20240315120000+0100
+OBR|1|PL1|FL1|24331-1^Lipid panel^LN|||20240315120000+0100
+OBX|1|NM|2093-3^Cholesterol^LN||182|mg/dL^mg/dL^UCUM|<200|H||A|F";
+    let b = convert(oru);
+    // MSH[Provenance-Source] MSH-7 → occurredDateTime.
+    let provenance = resources(&b, "Provenance");
+    assert!(
+        provenance
+            .iter()
+            .any(|p| p["occurredDateTime"] == "2024-03-15T14:30:00+01:00"),
+        "{provenance:#?}"
+    );
+    // PID-20 through DLN[Identifier]: DLN.1 → value, type.coding.code "DL", type.coding.system v2 table 0203.
+    let patient = resources(&b, "Patient")[0];
+    let licence = patient["identifier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["value"] == "D1234567")
+        .unwrap_or_else(|| panic!("no licence: {patient:#}"));
+    assert_eq!(licence["type"]["coding"][0]["code"], "DL");
+    assert_eq!(
+        licence["type"]["coding"][0]["system"],
+        "http://terminology.hl7.org/CodeSystem/v2-0203"
+    );
+    // ORC-9 → extension[2] businessEvent, with its `date` extension's valueDateTime.
+    let request = resources(&b, "ServiceRequest")[0];
+    let date = request["extension"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["url"] == "http://hl7.org/fhir/StructureDefinition/businessEvent")
+        .flat_map(|e| e["extension"].as_array().unwrap())
+        .find(|e| e["url"] == "date")
+        .unwrap_or_else(|| panic!("no business event date: {request:#}"));
+    assert_eq!(date["valueDateTime"], "2024-03-15T12:00:00+01:00");
+    // OBX-10 → extension[2] observation-nature-of-abnormal-test, its value through NatureOfAbnormalTesting.
+    let obs = resources(&b, "Observation")[0];
+    let nature = &obs["extension"][0];
+    assert_eq!(
+        nature["url"],
+        "http://hl7.org/fhir/StructureDefinition/observation-nature-of-abnormal-test"
+    );
+    assert_eq!(nature["valueCodeableConcept"]["coding"][0]["code"], "A");
+
+    // PR1-8 → performer[1]: the anesthesiologist, function SNOMED CT 88189002.
+    let adt = "MSH|^~\\&|HIS|HOSP|EHR|HOSP|20240315143000+0100||ADT^A01^ADT_A01|A9|P|2.5
+PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F
+PV1|1|I
+PR1|1||80146002^Appendectomy^SCT||20240315120000+0100|||555^GAS^ANNE";
+    let b = convert(adt);
+    let procedure = resources(&b, "Procedure")[0];
+    let function = &procedure["performer"][0]["function"]["coding"][0];
+    assert_eq!(function["code"], "88189002");
+    assert_eq!(function["system"], "http://snomed.info/sct");
+
+    // OBX-5 of an `NA` (numeric array) result → `valueSampedData`, a name Observation does not have: reported.
+    let na = "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240315143000+0100||ORU^R01^ORU_R01|M45|P|2.5.1
+PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F
+OBR|1|PL1|FL1|24331-1^Lipid panel^LN
+OBX|1|NA|2093-3^Cholesterol^LN||182^190|mg/dL^mg/dL^UCUM||||||F"
+        .replace('\n', "\r");
+    let msg = hl7v2::Message::parse(na.as_bytes());
+    let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
+    assert!(
+        out.notes.iter().any(|n| n.path == "OBX-5"
+            && n.message
+                == "OBX-5: valueSampedData is not an element of FHIR Observation; not mapped"),
+        "{:#?}",
+        out.notes
+    );
+}
