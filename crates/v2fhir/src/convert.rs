@@ -1723,7 +1723,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             return None;
         };
         if let Some(parts) = &row.assignment {
-            return self.assigned(row, parts, whole, leaf);
+            return self.assigned(row, parts, whole, leaf, path);
         }
         if row.data_type_map.is_some() {
             let Some(map) = dt_map(row) else {
@@ -1738,18 +1738,29 @@ impl<'m, 'a> Ctx<'m, 'a> {
                 return Some(r);
             }
             if leaf.json_kind() != fhir::JsonKind::Object {
-                let trying = std::mem::replace(&mut self.trying, true);
-                let prim = self.apply_map(
-                    map,
-                    inner,
-                    &mut Node::placeholder(self.bump),
-                    leaf,
-                    0,
-                    present,
-                    None,
-                    depth + 1,
-                );
-                self.trying = trying;
+                // A map that builds an object (`ST[CodeableConcept]`, `HD[MessageHeader.source-endpoint]`) has
+                // rows for that object's elements, which name none of a primitive's: the element is taken from
+                // what it builds. Others (`CWE[code]`) give the primitive their own way.
+                let builds_object = map
+                    .target
+                    .is_some_and(|t| t.json_kind() == fhir::JsonKind::Object);
+                let prim = if builds_object {
+                    None
+                } else {
+                    let trying = std::mem::replace(&mut self.trying, true);
+                    let prim = self.apply_map(
+                        map,
+                        inner,
+                        &mut Node::placeholder(self.bump),
+                        leaf,
+                        0,
+                        present,
+                        None,
+                        depth + 1,
+                    );
+                    self.trying = trying;
+                    prim
+                };
                 let prim = match prim {
                     None => self.element_of_holder(map, inner, steps, present, depth),
                     prim => prim,
@@ -1834,11 +1845,12 @@ impl<'m, 'a> Ctx<'m, 'a> {
     /// or value the row reads) joined. Inlined into [`Ctx::value_for`], as the code it was taken from had been.
     #[inline(always)]
     fn assigned(
-        &self,
+        &mut self,
         row: &ElementRow,
         parts: &[Part],
         whole: Src<'_, 'a>,
         leaf: TypeShape,
+        path: Label<'_>,
     ) -> Option<Node<'m>> {
         // Most assignments are one literal (`VN`, `official`): used as it is, not copied.
         if let [Part::Lit(l)] = parts[..] {
@@ -1868,7 +1880,22 @@ impl<'m, 'a> Ctx<'m, 'a> {
                 }
             }
         }
-        value::convert(self.bump, text.into_bump_str(), leaf, self.opts.time_zone).0
+        let text = text.into_bump_str();
+        // `"urn:oid:"+HD.2` with a universal id that is no OID (`2.16.840.1.114222.4.1.000000`, `...XXX`): as a
+        // uri or url it would make the resource invalid (a string, an identifier's value, may hold it). Left out,
+        // and said.
+        if let Some(oid) = text.strip_prefix("urn:oid:")
+            && matches!(leaf.name(), "uri" | "url" | "canonical" | "oid")
+            && !valid_oid(oid)
+        {
+            self.note(
+                Severity::Warning,
+                path,
+                format_args!("{path}: {oid:?} is not an OID (FHIR's urn:oid: needs numbers without leading zeros); not mapped"),
+            );
+            return None;
+        }
+        value::convert(self.bump, text, leaf, self.opts.time_zone).0
     }
 
     /// The map's constants for the whole segment or value ([`ElementMap::whole`]), after its other rows: only
@@ -1904,7 +1931,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             };
             let path = Self::path_label(src, row);
             if let Some(leaf) = resolved.leaf(steps)
-                && let Some(value) = self.assigned(row, parts, src, leaf)
+                && let Some(value) = self.assigned(row, parts, src, leaf, path)
             {
                 write(
                     self.bump,
@@ -2687,6 +2714,18 @@ fn uri_identifiers<'b>(bump: &'b Bump, node: &mut Node<'b>, notes: &mut Notes) {
     }
 }
 
+/// An OID as FHIR's `urn:oid:` URIs require it: `0`, `1` or `2`, then dot-separated numbers without leading zeros.
+fn valid_oid(s: &str) -> bool {
+    let mut arcs = s.split('.');
+    matches!(arcs.next(), Some("0" | "1" | "2"))
+        && s.contains('.')
+        && arcs.all(|a| {
+            !a.is_empty()
+                && a.bytes().all(|b| b.is_ascii_digit())
+                && (a == "0" || !a.starts_with('0'))
+        })
+}
+
 /// An OID as senders write them: numbers separated by dots (`2.16.840.1.114222.4.1.000001`; leading zeros, which
 /// the OID rules forbid, are common, and `urn:oid:` with them is still a URI).
 fn dotted_number(s: &str) -> bool {
@@ -3335,6 +3374,26 @@ mod tests {
             );
         }
         assert!(!has_absent_required("Patient"));
+    }
+
+    #[test]
+    fn an_oid_is_numbers_without_leading_zeros_under_0_1_or_2() {
+        for good in ["2.16.840.1.114222.4.3.3.5.1.2", "1.0.3", "0.9", "2.999"] {
+            assert!(valid_oid(good), "{good}");
+        }
+        for bad in [
+            "2.16.840.1.114222.4.1.000000",
+            "2.16.840.1.114222.XXX",
+            "3.1",
+            "2",
+            "2.",
+            "2..1",
+            "02.1",
+            "",
+            "1.Edu",
+        ] {
+            assert!(!valid_oid(bad), "{bad}");
+        }
     }
 
     #[test]

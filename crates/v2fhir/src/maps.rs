@@ -683,9 +683,17 @@ fn parse_element(s: &str) -> Option<(u16, u16)> {
 }
 
 /// The FHIR type a map builds, from its name: `PID[Patient]` → Patient, `PV1[Basic-EncounterHistory]` → Basic,
-/// `XPN[String]` → string, `MSH[Bundle]` → Bundle.
+/// `XPN[String]` → string, `MSH[Bundle]` → Bundle, and `HD[MessageHeader.source-endpoint]` → the backbone
+/// element MessageHeader.source, which the map's rows (`name`, `endpoint`) are written against.
 fn map_target(name: &str) -> Option<TypeShape> {
     let inner = name.split_once('[')?.1.trim_end_matches(']');
+    if let Some((ty, path)) = inner.split('-').next()?.split_once('.') {
+        let mut t = TypeShape::resource(ty)?;
+        for step in path.split('.') {
+            t = t.element(step)?.ty;
+        }
+        return (t.json_kind() == fhir::JsonKind::Object).then_some(t);
+    }
     let head = inner.split(['-', '.']).next()?;
     TypeShape::resource(head)
         .or_else(|| TypeShape::named(head))

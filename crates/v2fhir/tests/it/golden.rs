@@ -1018,3 +1018,45 @@ OBX|1|NA|2093-3^Cholesterol^LN||182^190|mg/dL^mg/dL^UCUM||||||F"
         out.notes
     );
 }
+
+/// HD[MessageHeader.source-endpoint] and HD[MessageHeader.destination-endpoint] are written against the backbone
+/// elements MessageHeader.source and .destination (their rows name `name` and `endpoint`): MSH-3 → source.endpoint
+/// = "urn:oid:"+HD.2 when HD.3 is `ISO`, MSH-5 → destination.endpoint = HD.2 as sent when HD.3 is neither `ISO` nor
+/// `UUID`. A universal id that is no OID is left out, reported, and the endpoint marked absent as before.
+#[test]
+fn message_endpoints_come_from_the_applications_universal_ids() {
+    let header = |msh3: &str, msh5: &str| {
+        let text = format!(
+            "MSH|^~\\&|{msh3}|HOSP|{msh5}|HOSP|20240315143000+0100||ADT^A01^ADT_A01|A1|P|2.5\n\
+             PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F"
+        );
+        let bytes = text.replace('\n', "\r");
+        let msg = hl7v2::Message::parse(bytes.as_bytes());
+        let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
+        let b: Value = serde_json::from_slice(&out.json).unwrap();
+        (b["entry"][0]["resource"].clone(), out.notes)
+    };
+    let (h, _) = header(
+        "LAB^2.16.840.1.114222.4.3.3.5.1.2^ISO",
+        "EHR^23D0650909^CLIA",
+    );
+    assert_eq!(
+        h["source"]["endpoint"],
+        "urn:oid:2.16.840.1.114222.4.3.3.5.1.2"
+    );
+    assert!(h["source"].get("_endpoint").is_none(), "{h:#}");
+    assert_eq!(h["destination"][0]["endpoint"], "23D0650909");
+
+    let (h, notes) = header("LAB^2.16.840.1.114222.4.1.000000^ISO", "EHR");
+    assert!(h["source"].get("endpoint").is_none(), "{h:#}");
+    assert_eq!(
+        h["source"]["_endpoint"]["extension"][0]["url"],
+        "http://hl7.org/fhir/StructureDefinition/data-absent-reason"
+    );
+    assert!(
+        notes.iter().any(|n| n
+            .message
+            .contains("\"2.16.840.1.114222.4.1.000000\" is not an OID")),
+        "{notes:#?}"
+    );
+}
