@@ -1303,11 +1303,27 @@ impl<'m, 'a> Ctx<'m, 'a> {
                             primitive = self.primitive_for(row, v, ty, path);
                         }
                     }
-                    (Attr::This, _) => {
-                        if let Some(dt) = dt_map(row) {
+                    (Attr::This, _) => match dt_map(row) {
+                        // `$this` through a map onto the type being built (ORC-7's TQ[ServiceRequest], PRT-5's
+                        // XCN[RelatedPerson]) fills this resource: made apart, the order's timing or the person's
+                        // name was a second ServiceRequest or RelatedPerson.
+                        Some(dt) if dt.target == Some(ty) => {
+                            self.apply_map(
+                                dt,
+                                inner,
+                                target,
+                                ty,
+                                rep_base,
+                                present,
+                                None,
+                                depth + 1,
+                            );
+                        }
+                        Some(dt) => {
                             self.value_resource(dt, inner, present, depth);
                         }
-                    }
+                        None => {}
+                    },
                     (Attr::Path(steps), Some(resolved)) => {
                         let nested = dt_map(row).filter(|m| {
                             m.target == Some(ty)

@@ -1060,3 +1060,24 @@ fn message_endpoints_come_from_the_applications_universal_ids() {
         "{notes:#?}"
     );
 }
+
+/// `$this` through a data type map onto the type being built fills that resource: ORC[ServiceRequest] ORC-7 →
+/// `$this` with TQ[ServiceRequest] (TQ.1 → quantityQuantity, TQ.4/TQ.5 → occurrenceTiming.repeat.boundsPeriod),
+/// the same ServiceRequest that ORC-1 gives its business event and ORC-2 its placer number, not a second one.
+#[test]
+fn an_orders_timing_is_part_of_its_service_request() {
+    let orm = "MSH|^~\\&|EHR|CLINIC|RIS|HOSP|20240315143000+0100||ORM^O01^ORM_O01|O2|P|2.5
+PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F
+ORC|NW|1101^EHR|1201^RIS||SC||12^BID^^20240316^20240320
+OBR|1|1101^EHR|1201^RIS|24725-4^CT Head^LN";
+    let b = convert(orm);
+    let requests = resources(&b, "ServiceRequest");
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    let r = requests[0];
+    assert_eq!(r["intent"], "order");
+    assert_eq!(r["identifier"][0]["value"], "1101");
+    assert_eq!(r["quantityQuantity"]["value"], 12);
+    let period = &r["occurrenceTiming"]["repeat"]["boundsPeriod"];
+    assert_eq!(period["start"], "2024-03-16");
+    assert_eq!(period["end"], "2024-03-20");
+}
