@@ -1735,7 +1735,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             self.reference_from_message = true;
         }
         let Some(leaf) = resolved.leaf(steps) else {
-            self.not_an_element(steps, resolved, path);
+            self.path_names_no_element(steps, resolved, path);
             return None;
         };
         if let Some(parts) = &row.assignment {
@@ -1837,7 +1837,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
     /// written, and the report says so, as [`write`] does for the paths it cannot follow. Out of line: rare.
     #[cold]
     #[inline(never)]
-    fn not_an_element(&mut self, steps: &[Step], resolved: &Resolved, path: Label<'_>) {
+    fn path_names_no_element(&mut self, steps: &[Step], resolved: &Resolved, path: Label<'_>) {
         if self.trying {
             return;
         }
@@ -1847,14 +1847,7 @@ impl<'m, 'a> Ctx<'m, 'a> {
             .and_then(|i| resolved.shapes.get(i))
             .map_or(resolved.ty, |e| e.ty);
         let name = steps.get(at).map_or("", |s| s.name);
-        self.note(
-            Severity::Information,
-            path,
-            format_args!(
-                "{path}: {name} is not an element of FHIR {}; not mapped",
-                parent.name()
-            ),
-        );
+        not_an_element(&mut self.notes, path, name, parent);
     }
 
     /// A row's assigned value as FHIR type `leaf`: its literal, or literals and elements of `whole` (the segment
@@ -2907,15 +2900,7 @@ fn write<'b>(
     let mut tag = base;
     for (i, s) in init.iter().enumerate() {
         let Some(&e) = resolved.shapes.get(i) else {
-            notes.add(
-                Severity::Information,
-                path,
-                format_args!(
-                    "{path}: {} is not an element of FHIR {}; not mapped",
-                    s.name,
-                    t.name()
-                ),
-            );
+            not_an_element(notes, path, s.name, t);
             return;
         };
         if e.choice.is_some() && other_choice_present(node, t, s.name, e.choice) {
@@ -2946,15 +2931,7 @@ fn write<'b>(
         t = e.ty;
     }
     let Some(&e) = resolved.shapes.get(init.len()) else {
-        notes.add(
-            Severity::Information,
-            path,
-            format_args!(
-                "{path}: {} is not an element of FHIR {}; not mapped",
-                last.name,
-                t.name()
-            ),
-        );
+        not_an_element(notes, path, last.name, t);
         return;
     };
     if let Some(base) = e.choice
@@ -3050,6 +3027,21 @@ fn write<'b>(
             _ => {}
         }
     }
+}
+
+/// The report's note for a row whose path goes on to `name`, which FHIR type `parent` does not have: nothing is
+/// written there. Out of line: rare.
+#[cold]
+#[inline(never)]
+fn not_an_element(notes: &mut Notes, path: Label<'_>, name: &str, parent: TypeShape) {
+    notes.add(
+        Severity::Information,
+        path,
+        format_args!(
+            "{path}: {name} is not an element of FHIR {}; not mapped",
+            parent.name()
+        ),
+    );
 }
 
 /// Two hashes made one (splitmix64's finaliser over them): slot tags, which are compared and never written, so

@@ -5,7 +5,7 @@
 use crate::condition::{self, Cond, Guard, Ref};
 use fhir::{ElementShape, TypeShape};
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 const MESSAGES: &str = include_str!("generated/messages.tsv");
 const SEGMENTS: &str = include_str!("generated/segments.tsv");
@@ -78,14 +78,8 @@ fn primitive_extension() -> ElementShape {
 /// `_name`, the JSON member of primitive `name`'s id and extensions, kept for the process (element names of the
 /// maps' paths: a few dozen at most).
 fn underscored(name: &str) -> &'static str {
-    static NAMES: OnceLock<Mutex<HashMap<String, &'static str>>> = OnceLock::new();
-    let mut names = NAMES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    names
-        .entry(name.to_string())
-        .or_insert_with(|| Box::leak(format!("_{name}").into_boxed_str()))
+    static NAMES: crate::systems::Interned = crate::systems::Interned::new();
+    NAMES.get(name, || format!("_{name}"))
 }
 
 /// Where a row writes.

@@ -1,6 +1,9 @@
 //! HL7 v2 coding system names (table 0396, CWE.3) to FHIR code system URIs, as HL7 Terminology (THO) registers
 //! them. `HL7nnnn` is any HL7-defined table; the rest are the systems v2 feeds carry in practice.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
 /// The FHIR URI for a v2 coding system name, or `None` when it has no registered URI (local codes: `L`, `99zzz`).
 pub(crate) fn system_uri(name: &str) -> Option<&'static str> {
     if let Some(table) = name
@@ -37,16 +40,33 @@ pub(crate) fn system_uri(name: &str) -> Option<&'static str> {
 /// `0001` → the THO URI of table 0001. A static string per table would need a table of all of them; the URIs
 /// are leaked once per distinct table (a few hundred at most, for the life of the process).
 fn hl7_table(table: &str) -> &'static str {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static CACHE: OnceLock<Mutex<HashMap<String, &'static str>>> = OnceLock::new();
-    let mut cache = CACHE
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    cache.entry(table.to_string()).or_insert_with(|| {
-        Box::leak(format!("http://terminology.hl7.org/CodeSystem/v2-{table}").into_boxed_str())
+    static CACHE: Interned = Interned::new();
+    CACHE.get(table, || {
+        format!("http://terminology.hl7.org/CodeSystem/v2-{table}")
     })
+}
+
+/// Strings made once per distinct key and kept for the life of the process (`&'static`, as the compiled maps'
+/// strings are): for a small, bounded set of keys, such as the v2 tables a message names or the element names of
+/// the maps' paths.
+pub(crate) struct Interned(OnceLock<Mutex<HashMap<String, &'static str>>>);
+
+impl Interned {
+    pub(crate) const fn new() -> Interned {
+        Interned(OnceLock::new())
+    }
+
+    /// The string kept for `key`, made by `make` the first time.
+    pub(crate) fn get(&self, key: &str, make: impl FnOnce() -> String) -> &'static str {
+        let mut cache = self
+            .0
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        cache
+            .entry(key.to_string())
+            .or_insert_with(|| Box::leak(make().into_boxed_str()))
+    }
 }
 
 #[cfg(test)]

@@ -5,10 +5,15 @@ use crate::support::hl7_data;
 use serde_json::Value;
 
 fn convert(text: &str) -> Value {
+    convert_with_notes(text).0
+}
+
+/// The Bundle and the conversion report's notes.
+fn convert_with_notes(text: &str) -> (Value, Vec<v2fhir::Note>) {
     let bytes = text.replace('\n', "\r");
     let msg = hl7v2::Message::parse(bytes.as_bytes());
     let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
-    serde_json::from_slice(&out.json).unwrap()
+    (serde_json::from_slice(&out.json).unwrap(), out.notes)
 }
 
 fn resources<'v>(b: &'v Value, ty: &str) -> Vec<&'v Value> {
@@ -1006,16 +1011,13 @@ PR1|1||80146002^Appendectomy^SCT||20240315120000+0100|||555^GAS^ANNE";
     let na = "MSH|^~\\&|LAB|HOSP|EHR|HOSP|20240315143000+0100||ORU^R01^ORU_R01|M45|P|2.5.1
 PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F
 OBR|1|PL1|FL1|24331-1^Lipid panel^LN
-OBX|1|NA|2093-3^Cholesterol^LN||182^190|mg/dL^mg/dL^UCUM||||||F"
-        .replace('\n', "\r");
-    let msg = hl7v2::Message::parse(na.as_bytes());
-    let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
+OBX|1|NA|2093-3^Cholesterol^LN||182^190|mg/dL^mg/dL^UCUM||||||F";
+    let (_, notes) = convert_with_notes(na);
     assert!(
-        out.notes.iter().any(|n| n.path == "OBX-5"
+        notes.iter().any(|n| n.path == "OBX-5"
             && n.message
                 == "OBX-5: valueSampedData is not an element of FHIR Observation; not mapped"),
-        "{:#?}",
-        out.notes
+        "{notes:#?}"
     );
 }
 
@@ -1026,15 +1028,11 @@ OBX|1|NA|2093-3^Cholesterol^LN||182^190|mg/dL^mg/dL^UCUM||||||F"
 #[test]
 fn message_endpoints_come_from_the_applications_universal_ids() {
     let header = |msh3: &str, msh5: &str| {
-        let text = format!(
+        let (b, notes) = convert_with_notes(&format!(
             "MSH|^~\\&|{msh3}|HOSP|{msh5}|HOSP|20240315143000+0100||ADT^A01^ADT_A01|A1|P|2.5\n\
              PID|1||12345^^^HOSP^MR||DOE^JANE||19800315|F"
-        );
-        let bytes = text.replace('\n', "\r");
-        let msg = hl7v2::Message::parse(bytes.as_bytes());
-        let out = v2fhir::convert(&msg, &v2fhir::Options::default()).unwrap();
-        let b: Value = serde_json::from_slice(&out.json).unwrap();
-        (b["entry"][0]["resource"].clone(), out.notes)
+        ));
+        (b["entry"][0]["resource"].clone(), notes)
     };
     let (h, _) = header(
         "LAB^2.16.840.1.114222.4.3.3.5.1.2^ISO",
